@@ -1,0 +1,69 @@
+"""The public benchmark workload and the TinyLlama-1.1B model shape (config only, dummy weights)."""
+import json
+from pathlib import Path
+
+import torch
+
+# TinyLlama/TinyLlama-1.1B-Chat-v1.0's config.json, field for field.
+TINYLLAMA_CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 2048,
+    "intermediate_size": 5632,
+    "num_hidden_layers": 22,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "vocab_size": 32000,
+    "max_position_embeddings": 2048,
+    "rms_norm_eps": 1e-05,
+    "rope_theta": 10000.0,
+    "rope_scaling": None,
+    "hidden_act": "silu",
+    "attention_bias": False,
+    "initializer_range": 0.02,
+    "pretraining_tp": 1,
+    "tie_word_embeddings": False,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+}
+
+# Same family, small enough for a 2-core CPU smoke test; the vocab stays 32000 so workload ids are valid.
+TINY_CONFIG = {**TINYLLAMA_CONFIG, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+               "num_attention_heads": 4, "num_key_value_heads": 2}
+
+GENERATION_CONFIG = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0, "max_length": 2048}
+
+
+def tinyllama_config_dir(path, tiny=False):
+    """Write config.json and generation_config.json for TinyLlama-1.1B (or the tiny variant) into `path`."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps(TINY_CONFIG if tiny else TINYLLAMA_CONFIG, indent=2) + "\n")
+    (path / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG, indent=2) + "\n")
+    return path
+
+
+def public_workload(n=256, lo=100, hi=1024, seed=0, vocab=32000):
+    """Return n (prompt_token_ids, output_len) pairs; every request ignores EOS and generates exactly output_len.
+
+    One generator, `g = torch.Generator().manual_seed(seed)` (CPU), drawn in this order:
+    1. prompt_lens = torch.randint(lo, hi + 1, (n,), generator=g)
+    2. output_lens = torch.randint(lo, hi + 1, (n,), generator=g)
+    3. tokens = torch.randint(0, vocab, (sum(prompt_lens),), generator=g), split in request order.
+    """
+    g = torch.Generator().manual_seed(seed)
+    prompt_lens = torch.randint(lo, hi + 1, (n,), generator=g)
+    output_lens = torch.randint(lo, hi + 1, (n,), generator=g)
+    tokens = torch.randint(0, vocab, (int(prompt_lens.sum()),), generator=g)
+    prompts = torch.split(tokens, prompt_lens.tolist())
+    return [(p.tolist(), int(o)) for p, o in zip(prompts, output_lens)]
+
+
+def workload_stats(workload):
+    """Summary numbers of a workload, for the JSON header."""
+    p = [len(ids) for ids, _ in workload]
+    o = [out for _, out in workload]
+    return {"requests": len(workload), "prompt_tokens": sum(p), "output_tokens": sum(o),
+            "prompt_len_range": [min(p), max(p)], "output_len_range": [min(o), max(o)]}
