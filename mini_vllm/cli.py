@@ -7,15 +7,14 @@ Docs: https://mini-vllm.github.io/mini_vllm/cli.html.md"""
 # %% auto #0
 __all__ = ['EXAMPLES', 'build_parser', 'read_prompts', 'encode', 'generate_cmd', 'main']
 
-# %% ../nbs/08_cli.ipynb #6e264dd2
+# %% ../nbs/08_cli.ipynb #07abb5a9
 import argparse, json, sys
 
-from .continuous import ContinuousBatcher
-from .loading import DEFAULT_MODEL, load_tokenizer
-from .model import load_model
+from .llm import LLM
+from .loading import DEFAULT_MODEL, load_config, load_tokenizer, resolve_model_path
 from .sampling import SamplingParams
 
-# %% ../nbs/08_cli.ipynb #8a29f9c3
+# %% ../nbs/08_cli.ipynb #42c080c1
 EXAMPLES = """examples:
   mini-vllm generate "Once upon a time" --max-tokens 40
   mini-vllm generate "The capital of France is" "2 + 2 =" --temperature 0.8 --seed 1
@@ -31,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     g = sub.add_parser("generate", help="generate text for one or more prompts", epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Generate completions with continuous batching. Greedy unless --temperature > 0.")
+                       description="Generate completions with the paged engine. Greedy unless --temperature > 0.")
     g.add_argument("prompts", nargs="*", metavar="PROMPT", help="prompt text (several allowed)")
     g.add_argument("--prompts-file", metavar="FILE", help="file with one prompt per line ('-' for stdin)")
     g.add_argument("--model", default=None, help=f"local Hugging Face model folder (default: {DEFAULT_MODEL})")
@@ -45,10 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json", action="store_true", help="print one JSON object per prompt instead of text")
     g.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16 (default: auto)")
     g.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
-    g.add_argument("--max-num-seqs", type=int, default=16, help="requests decoded together at most (default: 16)")
+    g.add_argument("--max-num-seqs", type=int, default=64, help="requests decoded together at most (default: 64)")
+    g.add_argument("--block-size", type=int, default=16, help="tokens per KV-cache block (default: 16)")
+    g.add_argument("--attention-backend", default="torch", help="paged attention implementation (default: torch)")
     return p
 
-# %% ../nbs/08_cli.ipynb #dee382c5
+# %% ../nbs/08_cli.ipynb #5c2a673f
 def read_prompts(args) -> list[str]:
     "Prompts from the command line and from --prompts-file (one per line, blank lines skipped)."
     prompts = list(args.prompts)
@@ -68,29 +69,28 @@ def encode(tok, text: str, chat: bool) -> list[int]:
         return tok(text, add_special_tokens=False)["input_ids"]
     return tok(text)["input_ids"]
 
-# %% ../nbs/08_cli.ipynb #90ef4f26
+# %% ../nbs/08_cli.ipynb #78b69e75
 def generate_cmd(args, out=None):
     "Run `mini-vllm generate`, printing to `out` (default: stdout)."
-    from tqdm.auto import tqdm
     out = out or sys.stdout
     params = SamplingParams(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
                             max_tokens=args.max_tokens, ignore_eos=args.ignore_eos)
     texts = read_prompts(args)
-    model = load_model(args.model, dtype=args.dtype, device=args.device)
-    tok = load_tokenizer(model.path)
-    ids = [encode(tok, t, args.chat) for t in texts]
-    max_len = min(model.config.max_position_embeddings, max(map(len, ids)) + params.max_tokens)
-    batcher = ContinuousBatcher(model, max_num_seqs=args.max_num_seqs, max_model_len=max_len)
-    bar = tqdm(total=len(ids), unit="prompt", disable=len(ids) == 1, file=sys.stderr)
-    outs = batcher.generate(ids, params, on_finish=lambda r: bar.update())
-    bar.close()
-    for i, (t, c) in enumerate(zip(texts, outs)):
-        text = tok.decode(c.token_ids, skip_special_tokens=True) if tok else " ".join(map(str, c.token_ids))
+    path = resolve_model_path(args.model)
+    tok = load_tokenizer(path)
+    prompts = [encode(tok, t, args.chat) for t in texts]
+    max_len = min(load_config(path).max_position_embeddings, max(map(len, prompts)) + params.max_tokens)
+    llm = LLM(path, dtype=args.dtype, device=args.device, block_size=args.block_size, attention_backend=args.attention_backend,
+              max_num_seqs=min(args.max_num_seqs, len(prompts)), max_model_len=max_len)
+    outs = llm.generate(prompts, params, use_tqdm=len(prompts) > 1)
+    for i, (t, o) in enumerate(zip(texts, outs)):
+        c = o.outputs[0]
+        text = c.text if tok else " ".join(map(str, c.token_ids))
         if args.json: print(json.dumps(dict(prompt=t, text=text, token_ids=c.token_ids, finish_reason=c.finish_reason)), file=out)
         elif args.chat: print(("\n" if i else "") + f">>> {t}\n{text}", file=out)
         else: print(("\n" if i else "") + (t + text if tok else text), file=out)
 
-# %% ../nbs/08_cli.ipynb #256e89a2
+# %% ../nbs/08_cli.ipynb #c348e4d5
 def main(argv=None):
     "Entry point of the `mini-vllm` command."
     args = build_parser().parse_args(argv)

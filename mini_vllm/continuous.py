@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/continuous_batching.html.md"""
 # %% auto #0
 __all__ = ['DenseRequest', 'ContinuousBatcher']
 
-# %% ../nbs/03_continuous_batching.ipynb #0f6331a0
+# %% ../nbs/03_continuous_batching.ipynb #beda80a9
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import count
@@ -18,7 +18,7 @@ from fastcore.basics import patch
 from .decode import Completion, DenseAttention, DenseKVCache, check_dense_params, finish_reason
 from .sampling import SamplingParams, SamplingTensors, make_generator, sample
 
-# %% ../nbs/03_continuous_batching.ipynb #fcb7fb19
+# %% ../nbs/03_continuous_batching.ipynb #73c18de0
 @dataclass
 class DenseRequest:
     "One request of the continuous batcher: prompt, settings, output so far, and the cache row it holds."
@@ -33,7 +33,7 @@ class DenseRequest:
     @property
     def num_tokens(self) -> int: return len(self.prompt) + len(self.output)
 
-# %% ../nbs/03_continuous_batching.ipynb #f3384a8f
+# %% ../nbs/03_continuous_batching.ipynb #f53133b8
 class ContinuousBatcher:
     "FCFS continuous batching; each running request owns one dense cache row of max_model_len slots."
     def __init__(self, model, max_num_seqs: int = 8, max_model_len: int = 1024):
@@ -60,7 +60,7 @@ class ContinuousBatcher:
 
     def has_unfinished(self) -> bool: return bool(self.waiting or self.running)
 
-# %% ../nbs/03_continuous_batching.ipynb #8d3354a6
+# %% ../nbs/03_continuous_batching.ipynb #07b96323
 @patch
 @torch.inference_mode()
 def _decode(self: ContinuousBatcher, reqs: list[DenseRequest]) -> torch.Tensor:
@@ -92,7 +92,7 @@ def _sample(self: ContinuousBatcher, reqs: list[DenseRequest], logits: torch.Ten
         r.output.append(t)
         r.finish_reason = finish_reason(r.params, r.output, self.model.config.eos_token_ids)
 
-# %% ../nbs/03_continuous_batching.ipynb #99e6771d
+# %% ../nbs/03_continuous_batching.ipynb #6b52e9a8
 @patch
 def step(self: ContinuousBatcher) -> list[DenseRequest]:
     "Admit waiting requests into free rows, run one token for every request, retire the finished ones."
@@ -109,7 +109,7 @@ def step(self: ContinuousBatcher) -> list[DenseRequest]:
     self.running = [r for r in self.running if not r.finish_reason]
     return done
 
-# %% ../nbs/03_continuous_batching.ipynb #1c239f5d
+# %% ../nbs/03_continuous_batching.ipynb #10a0c93a
 @patch
 def generate(self: ContinuousBatcher, prompts: list[list[int]], params: SamplingParams | list[SamplingParams] = SamplingParams(),
              arrivals: list[int] | None = None, on_finish=None) -> list[Completion]:

@@ -8,7 +8,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/decode.html.md"""
 __all__ = ['hf_greedy', 'DenseKVCache', 'kv_bytes_per_token', 'DenseAttention', 'prefill', 'decode_one_token', 'Completion',
            'finish_reason', 'check_dense_params', 'generate']
 
-# %% ../nbs/01b_decode.ipynb #522b44aa
+# %% ../nbs/01b_decode.ipynb #d8e4a70f
 from dataclasses import dataclass
 
 import torch
@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from .loading import ModelConfig
 from .sampling import SamplingParams, SamplingTensors, make_generator, sample
 
-# %% ../nbs/01b_decode.ipynb #e5d32de9
+# %% ../nbs/01b_decode.ipynb #5131dbf6
 def hf_greedy(ref, prompt_ids: list[int], max_new_tokens: int) -> list[int]:
     "transformers' greedy `generate` for one prompt, EOS ignored: the reference our engines must match."
     ids = torch.tensor([prompt_ids], device=ref.device)
@@ -25,7 +25,7 @@ def hf_greedy(ref, prompt_ids: list[int], max_new_tokens: int) -> list[int]:
                        do_sample=False, eos_token_id=[], pad_token_id=0)
     return out[0, len(prompt_ids):].tolist()
 
-# %% ../nbs/01b_decode.ipynb #61658fba
+# %% ../nbs/01b_decode.ipynb #9b6cd87c
 @dataclass
 class DenseKVCache:
     "Every layer's keys and values, preallocated: (layers, rows, kv_heads, slots, head_dim) each."
@@ -44,7 +44,7 @@ def kv_bytes_per_token(cfg: ModelConfig, dtype=torch.float32) -> int:
     "Bytes of keys and values one token occupies across all layers."
     return 2 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * torch.empty(0, dtype=dtype).element_size()
 
-# %% ../nbs/01b_decode.ipynb #a8a9a194
+# %% ../nbs/01b_decode.ipynb #d38226a2
 @dataclass
 class DenseAttention:
     "Token t of batch row b writes slot slots[b, t] of cache row rows[b] and reads slots start[b]..slots[b, t]."
@@ -67,7 +67,7 @@ class DenseAttention:
         o = F.scaled_dot_product_attention(q.transpose(1, 2), keys, vals, attn_mask=mask[:, None], enable_gqa=True)
         return o.transpose(1, 2)                                    # (B, T, H, D)
 
-# %% ../nbs/01b_decode.ipynb #d9010415
+# %% ../nbs/01b_decode.ipynb #216ad070
 def _zeros(n, device): return torch.zeros(n, dtype=torch.long, device=device)
 
 @torch.inference_mode()
@@ -84,7 +84,7 @@ def decode_one_token(model, cache: DenseKVCache, token: torch.Tensor, pos: int) 
     attn = DenseAttention(cache, slots=p, start=_zeros(1, token.device), kv_len=pos + 1)
     return model.compute_logits(model(token.view(1, 1), p, attn)[0, -1])
 
-# %% ../nbs/01b_decode.ipynb #0e9558f0
+# %% ../nbs/01b_decode.ipynb #4383724f
 @dataclass
 class Completion:
     "The tokens generated for one prompt and why generation stopped: 'stop' or 'length'."
@@ -102,7 +102,7 @@ def check_dense_params(params: SamplingParams):
     for f, off in (("n", 1), ("stop", None), ("min_tokens", 0), ("logprobs", None)):
         if getattr(params, f) != off: raise ValueError(f"{f}={getattr(params, f)!r} needs the paged engine (mini_vllm.LLM)")
 
-# %% ../nbs/01b_decode.ipynb #c1558079
+# %% ../nbs/01b_decode.ipynb #5a45d9fd
 def _check_length(cfg: ModelConfig, n_prompt: int, params: SamplingParams):
     if n_prompt < 1: raise ValueError("prompt must have at least one token")
     if n_prompt + params.max_tokens > cfg.max_position_embeddings:

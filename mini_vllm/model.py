@@ -10,7 +10,7 @@ __all__ = ['ROPE_TYPES', 'MODEL_CLASSES', 'DTYPES', 'LOAD_FORMATS', 'CausalAtten
            'GPT2Attention', 'GPT2MLP', 'GPT2Block', 'GPT2Model', 'GPT2LMHeadModel', 'resolve_device', 'resolve_dtype',
            'load_model', 'load_weights', 'init_dummy_weights']
 
-# %% ../nbs/01a_model.ipynb #746942c8
+# %% ../nbs/01a_model.ipynb #3fa6cea5
 import math
 from pathlib import Path
 
@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from .loading import ModelConfig, iter_weights, load_config, resolve_model_path
 
-# %% ../nbs/01a_model.ipynb #6cd23c0d
+# %% ../nbs/01a_model.ipynb #fbc258a3
 class CausalAttention:
     "Attention over the given tokens only: each attends to itself and those before it."
     def __call__(self, layer: int, q, k, v):                 # q (B, T, H, D); k, v (B, T, Hkv, D)
@@ -28,7 +28,7 @@ class CausalAttention:
                                            is_causal=True, enable_gqa=True)   # (B, H, T, D)
         return o.transpose(1, 2)                                             # (B, T, H, D)
 
-# %% ../nbs/01a_model.ipynb #a397fc2b
+# %% ../nbs/01a_model.ipynb #35e3121d
 class RMSNorm(nn.Module):
     "Scale each vector to unit root-mean-square (computed in fp32), then by a learned weight."
     def __init__(self, dim: int, eps: float):
@@ -39,7 +39,7 @@ class RMSNorm(nn.Module):
         xf = x.float()
         return self.weight * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
 
-# %% ../nbs/01a_model.ipynb #e31de84c
+# %% ../nbs/01a_model.ipynb #574fe209
 ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 
 def rope_tables(cfg: ModelConfig) -> tuple[torch.Tensor, torch.Tensor]:
@@ -61,7 +61,7 @@ def apply_rope(x, cos, sin):
     x1, x2 = x.chunk(2, -1)                                  # (..., H, D/2) each
     return x * cos + torch.cat((-x2, x1), -1) * sin
 
-# %% ../nbs/01a_model.ipynb #81e0d70c
+# %% ../nbs/01a_model.ipynb #31ae24a3
 class LlamaAttention(nn.Module):
     "Grouped-query self-attention with rotary positions; the attention itself is delegated."
     def __init__(self, cfg: ModelConfig, layer: int):
@@ -80,7 +80,7 @@ class LlamaAttention(nn.Module):
         o = attn(self.layer, apply_rope(q, cos, sin), apply_rope(k, cos, sin), v)  # (..., H, D)
         return self.o_proj(o.flatten(-2))                         # (..., C)
 
-# %% ../nbs/01a_model.ipynb #bc34a16c
+# %% ../nbs/01a_model.ipynb #7d03decc
 class LlamaMLP(nn.Module):
     "SwiGLU: down(silu(gate(x)) * up(x))."
     def __init__(self, cfg: ModelConfig):
@@ -103,7 +103,7 @@ class LlamaDecoderLayer(nn.Module):
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, attn)
         return x + self.mlp(self.post_attention_layernorm(x))
 
-# %% ../nbs/01a_model.ipynb #5e26e9c6
+# %% ../nbs/01a_model.ipynb #5542aadf
 class LlamaModel(nn.Module):
     "Embedding, decoder layers, final norm; rotary tables kept as buffers."
     def __init__(self, cfg: ModelConfig):
@@ -137,7 +137,7 @@ class LlamaForCausalLM(nn.Module):
     def forward(self, input_ids, positions, attn): return self.model(input_ids, positions, attn)
     def compute_logits(self, hidden): return self.lm_head(hidden).float()   # (..., V) in fp32
 
-# %% ../nbs/01a_model.ipynb #4b8e0285
+# %% ../nbs/01a_model.ipynb #5387a672
 class Conv1D(nn.Module):
     "GPT-2's linear layer: weight stored as (in, out)."
     def __init__(self, n_in: int, n_out: int):
@@ -151,7 +151,7 @@ def gelu_new(x):
     "GPT-2's tanh approximation of GELU."
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
-# %% ../nbs/01a_model.ipynb #855627d6
+# %% ../nbs/01a_model.ipynb #256a4fca
 class GPT2Attention(nn.Module):
     "Multi-head self-attention with a fused qkv projection; the attention itself is delegated."
     def __init__(self, cfg: ModelConfig, layer: int):
@@ -178,7 +178,7 @@ class GPT2Block(nn.Module):
         x = x + self.attn(self.ln_1(x), attn)
         return x + self.mlp(self.ln_2(x))
 
-# %% ../nbs/01a_model.ipynb #45c44890
+# %% ../nbs/01a_model.ipynb #d868f8c5
 class GPT2Model(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -205,7 +205,7 @@ class GPT2LMHeadModel(nn.Module):
     def forward(self, input_ids, positions, attn): return self.transformer(input_ids, positions, attn)
     def compute_logits(self, hidden): return self.lm_head(hidden).float()
 
-# %% ../nbs/01a_model.ipynb #eaa0d7be
+# %% ../nbs/01a_model.ipynb #7bac076c
 MODEL_CLASSES = {"llama": LlamaForCausalLM, "gpt2": GPT2LMHeadModel}
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float": torch.float32, "bfloat16": torch.bfloat16,
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16, "half": torch.float16}
@@ -227,7 +227,7 @@ def resolve_dtype(dtype, cfg: ModelConfig, device: torch.device) -> torch.dtype:
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32 if cfg.dtype == torch.float16 else cfg.dtype
 
-# %% ../nbs/01a_model.ipynb #03c8d5ff
+# %% ../nbs/01a_model.ipynb #a435e70e
 _IGNORED = ("rotary_emb.inv_freq", ".attn.bias", ".attn.masked_bias")   # buffers some checkpoints carry
 
 def load_model(model=None, dtype="auto", device="auto", load_format="auto") -> nn.Module:
@@ -247,7 +247,7 @@ def load_model(model=None, dtype="auto", device="auto", load_format="auto") -> n
     m.path = path
     return m
 
-# %% ../nbs/01a_model.ipynb #d6f5c99c
+# %% ../nbs/01a_model.ipynb #fdb8000e
 def load_weights(m: nn.Module, path: Path):
     "Copy a checkpoint folder's tensors into `m`, failing on missing or mis-shaped ones."
     params = dict(m.named_parameters())                         # a tied lm_head appears once, as the embedding

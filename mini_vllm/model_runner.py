@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/model_runner.html.md"""
 # %% auto #0
 __all__ = ['StepInputs', 'ModelRunner', 'StepResult']
 
-# %% ../nbs/04d_model_runner.ipynb #789b19af
+# %% ../nbs/04d_model_runner.ipynb #f02d590b
 import math
 from dataclasses import dataclass
 from itertools import accumulate
@@ -20,7 +20,7 @@ from .paged_attention import AttentionMetadata, PagedKVCache, get_attention_back
 from .sampling import SamplingTensors, sample
 from .scheduler import Request, SchedulerOutput, samples
 
-# %% ../nbs/04d_model_runner.ipynb #0a968b10
+# %% ../nbs/04d_model_runner.ipynb #c53ee6ff
 @dataclass
 class StepInputs:
     "Everything one forward pass needs."
@@ -29,7 +29,7 @@ class StepInputs:
     logits_indices: torch.Tensor   # (S,) rows of the step whose logits are sampled
     sampling: list[Request]        # the S requests that get a token
 
-# %% ../nbs/04d_model_runner.ipynb #5b8b3db0
+# %% ../nbs/04d_model_runner.ipynb #a939c6c8
 class ModelRunner:
     "Runs a SchedulerOutput as one forward pass over the paged cache and samples the new tokens."
     def __init__(self, model, cache: PagedKVCache, kv: KVCacheManager, attention_backend: str = "torch"):
@@ -50,7 +50,7 @@ class ModelRunner:
         return StepInputs(torch.tensor(ids, device=self.device), meta,
                           torch.tensor([ends[i] - 1 for i in rows], device=self.device), [out.requests[i] for i in rows])
 
-# %% ../nbs/04d_model_runner.ipynb #8452883d
+# %% ../nbs/04d_model_runner.ipynb #41509252
 @dataclass
 class StepResult:
     "Tokens sampled in a step, and log-probabilities for the requests that asked."
@@ -77,7 +77,7 @@ def _logprobs(logits: torch.Tensor, tokens: torch.Tensor, reqs: list[Request]) -
         out[r.request_id] = d
     return out
 
-# %% ../nbs/04d_model_runner.ipynb #bba446ba
+# %% ../nbs/04d_model_runner.ipynb #e14b3634
 @patch
 @torch.inference_mode()
 def execute(self: ModelRunner, out: SchedulerOutput) -> StepResult:

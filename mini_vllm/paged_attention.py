@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/paged_attention.html.md"""
 # %% auto #0
 __all__ = ['ATTENTION_BACKENDS', 'PagedKVCache', 'AttentionMetadata', 'TorchPagedAttention', 'get_attention_backend']
 
-# %% ../nbs/04c_paged_attention.ipynb #b6480112
+# %% ../nbs/04c_paged_attention.ipynb #4ca2e8c8
 from dataclasses import dataclass
 
 import torch
@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from .loading import ModelConfig
 
-# %% ../nbs/04c_paged_attention.ipynb #ad588c29
+# %% ../nbs/04c_paged_attention.ipynb #ed82f287
 @dataclass
 class PagedKVCache:
     "Keys and values of every block of the pool: (layers, num_blocks, block_size, kv_heads, head_dim) each."
@@ -32,7 +32,7 @@ class PagedKVCache:
     @property
     def nbytes(self) -> int: return self.k.nbytes + self.v.nbytes
 
-# %% ../nbs/04c_paged_attention.ipynb #6ef92b9d
+# %% ../nbs/04c_paged_attention.ipynb #b6ad5b91
 @dataclass
 class AttentionMetadata:
     "Where a step's tokens go and what each request reads; shared by all layers."
@@ -57,7 +57,7 @@ class AttentionMetadata:
         to = lambda t: t.to(device, non_blocking=True)
         return cls(to(pos), to(slots), to(qsl.int()), to(sl.int()), to(bt), max(query_lens), max(seq_lens))
 
-# %% ../nbs/04c_paged_attention.ipynb #cd30706a
+# %% ../nbs/04c_paged_attention.ipynb #93ba7fc6
 class _Group:
     "Requests of one step that share a padded shape: indices into the step's tokens, block tables, mask."
     def __init__(self, rows: torch.Tensor, meta: AttentionMetadata, block_size: int):
@@ -69,13 +69,14 @@ class _Group:
         self.q_index = torch.where(self.valid, qsl[rows][:, None] + t, qsl[rows][:, None])   # (G, T), padding -> first token
         self.out_index = self.q_index[self.valid]                              # (M,) where results go
         nb = -(-S // block_size)
-        self.block_tables = meta.block_tables[rows, :nb].long()                # (G, nb)
+        self.shape = (len(rows), nb * block_size)                              # (G, S')
+        self.blocks = meta.block_tables[rows, :nb].flatten().long()            # (G * nb,)
         pos = (sl[rows] - ql)[:, None] + t                                     # (G, T) position of each query
         j = torch.arange(nb * block_size, device=dev)                          # (S',) key positions
         self.mask = (j <= pos[..., None]) & (j < sl[rows][:, None, None])      # (G, T, S')
         self.mask |= ~self.valid[..., None] & (j == 0)                         # padding rows see one key: no NaN
 
-# %% ../nbs/04c_paged_attention.ipynb #f1d01162
+# %% ../nbs/04c_paged_attention.ipynb #d0bb211e
 class TorchPagedAttention:
     "Paged attention in plain PyTorch: one indexed K/V write, then masked SDPA over gathered blocks, per group."
     def __init__(self, cache: PagedKVCache, meta: AttentionMetadata):
@@ -90,15 +91,14 @@ class TorchPagedAttention:
         vc.view(-1, *v.shape[1:]).index_copy_(0, self.meta.slot_mapping, v)
         o = torch.empty_like(q)
         for g in self.groups:
-            G, nb = g.block_tables.shape
-            keys = kc[g.block_tables].view(G, -1, *k.shape[1:]).transpose(1, 2)   # (G, Hkv, S', D)
-            vals = vc[g.block_tables].view(G, -1, *v.shape[1:]).transpose(1, 2)
+            keys = kc.index_select(0, g.blocks).view(*g.shape, *k.shape[1:]).transpose(1, 2)   # (G, Hkv, S', D)
+            vals = vc.index_select(0, g.blocks).view(*g.shape, *v.shape[1:]).transpose(1, 2)
             qg = q[g.q_index].transpose(1, 2)                                       # (G, H, T, D)
             og = F.scaled_dot_product_attention(qg, keys, vals, attn_mask=g.mask[:, None], enable_gqa=True)
             o[g.out_index] = og.transpose(1, 2)[g.valid]                            # (M, H, D)
         return o
 
-# %% ../nbs/04c_paged_attention.ipynb #fb45223c
+# %% ../nbs/04c_paged_attention.ipynb #364195b4
 ATTENTION_BACKENDS = {"torch": TorchPagedAttention}
 
 def get_attention_backend(name: str):

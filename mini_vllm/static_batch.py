@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/static_batching.html.md"""
 # %% auto #0
 __all__ = ['StaticBatchResult', 'static_generate']
 
-# %% ../nbs/02_static_batching.ipynb #4ff366c7
+# %% ../nbs/02_static_batching.ipynb #7419d434
 from dataclasses import dataclass
 
 import torch
@@ -16,7 +16,7 @@ from .decode import (Completion, DenseAttention, DenseKVCache, _check_length, ch
                               finish_reason)
 from .sampling import SamplingParams, SamplingTensors, make_generator, sample
 
-# %% ../nbs/02_static_batching.ipynb #2fd81477
+# %% ../nbs/02_static_batching.ipynb #26c05a61
 @dataclass
 class StaticBatchResult:
     "Completions of one static batch, with its per-step activity and cache size."
@@ -29,7 +29,7 @@ class StaticBatchResult:
         "Useful tokens / (batch size x steps): the fraction of the batch's work that was kept."
         return sum(self.active) / (len(self.completions) * len(self.active))
 
-# %% ../nbs/02_static_batching.ipynb #020b380b
+# %% ../nbs/02_static_batching.ipynb #f9385620
 @torch.inference_mode()
 def static_generate(model, prompts: list[list[int]], params: SamplingParams | list[SamplingParams] = SamplingParams()) -> StaticBatchResult:
     "Left-pad the prompts, prefill them together, decode the batch until its last member finishes."
