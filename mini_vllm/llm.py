@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/llm.html.md"""
 # %% auto #0
 __all__ = ['CompletionOutput', 'RequestOutput', 'IncrementalDetokenizer', 'LLMEngine', 'LLM']
 
-# %% ../nbs/04e_llm.ipynb #1d108e18
+# %% ../nbs/04e_llm.ipynb #4404df3c
 import itertools, time
 from dataclasses import dataclass, replace
 
@@ -23,7 +23,7 @@ from .paged_attention import PagedKVCache, get_attention_backend
 from .sampling import SamplingParams, make_generator
 from .scheduler import Request, RequestStatus, Scheduler
 
-# %% ../nbs/04e_llm.ipynb #39f8b3b1
+# %% ../nbs/04e_llm.ipynb #0bfe8a33
 @dataclass
 class CompletionOutput:
     "One generated sequence of a request."
@@ -45,7 +45,7 @@ class RequestOutput:
     finished: bool
     num_cached_tokens: int = 0                        # prompt tokens served from the prefix cache
 
-# %% ../nbs/04e_llm.ipynb #0b00658b
+# %% ../nbs/04e_llm.ipynb #b75a448f
 class IncrementalDetokenizer:
     "The text of a growing list of output tokens; never splits a multi-byte character."
     def __init__(self, tokenizer, prompt_ids: list[int], context: int = 6):
@@ -66,7 +66,7 @@ class IncrementalDetokenizer:
         self.text += (delta := full[len(prefix):])
         return delta
 
-# %% ../nbs/04e_llm.ipynb #58a49e07
+# %% ../nbs/04e_llm.ipynb #1a4fc852
 class LLMEngine:
     "The paged engine: scheduler, KV-cache manager and model runner, stepped by the caller."
     def __init__(self, model=None, dtype="auto", device="auto", block_size: int = 16, num_kv_blocks: int | None = None,
@@ -77,6 +77,9 @@ class LLMEngine:
         get_attention_backend(attention_backend)                 # fail on a bad name before loading anything
         torch.manual_seed(seed)                                   # unseeded requests sample from this
         self.model = load_model(model, dtype=dtype, device=device, load_format=load_format)
+        if attention_backend == "triton":                         # the fused-kernel forward that goes with it
+            from mini_vllm.triton_kernels import use_triton_kernels
+            use_triton_kernels(self.model)
         self.tokenizer, cfg, w = load_tokenizer(self.model.path), self.model.config, next(self.model.parameters())
         self.device, self.dtype = w.device, w.dtype
         if max_model_len is not None and max_model_len > cfg.max_position_embeddings:
@@ -94,7 +97,7 @@ class LLMEngine:
         self.children: dict[str, tuple[_Parent, int]] = {}        # child request id -> (parent, index)
         self.ids = itertools.count()
 
-# %% ../nbs/04e_llm.ipynb #4ac23081
+# %% ../nbs/04e_llm.ipynb #24de6fe9
 def _check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len, gpu_memory_utilization):
     "Raise a ValueError naming the first engine argument out of range."
     for name, v in (("block_size", block_size), ("max_num_seqs", max_num_seqs), ("num_kv_blocks", num_kv_blocks),
@@ -115,7 +118,7 @@ def _auto_num_blocks(self: LLMEngine, block_size, cap, kv_cache_memory_bytes, gp
     if kv_cache_memory_bytes < per_block: raise ValueError(f"no memory left for the KV cache ({kv_cache_memory_bytes} bytes): lower the model size or raise gpu_memory_utilization")
     return min(kv_cache_memory_bytes // per_block, cap)
 
-# %% ../nbs/04e_llm.ipynb #32f9d38e
+# %% ../nbs/04e_llm.ipynb #f0fe68ac
 @dataclass
 class _Parent:
     "A prompt's n child requests and how to report them."
@@ -140,7 +143,7 @@ def _tokenize(self: LLMEngine, prompt) -> tuple[str | None, list[int]]:
     if bad := [t for t in prompt if not 0 <= t < V]: raise ValueError(f"prompt token id {bad[0]} is outside the vocabulary [0, {V})")
     return None, list(prompt)
 
-# %% ../nbs/04e_llm.ipynb #4e154ffb
+# %% ../nbs/04e_llm.ipynb #eb826385
 @patch
 def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, request_id: str | None = None,
                 stream: bool = False) -> str:
@@ -164,7 +167,7 @@ def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, r
     for i, k in enumerate(kids): self.children[k.request_id] = (parent, i)
     return rid
 
-# %% ../nbs/04e_llm.ipynb #d3ad9939
+# %% ../nbs/04e_llm.ipynb #3b6df085
 @patch
 def _check_stop_strings(self: LLMEngine, req: Request, detok: IncrementalDetokenizer, delta: str):
     "End `req` if its new text completes one of its stop strings; cut the text there."
@@ -194,7 +197,7 @@ def step(self: LLMEngine) -> list[RequestOutput]:
         progressed[parent.request_id] = parent
     return [self._output(p) for p in progressed.values()]
 
-# %% ../nbs/04e_llm.ipynb #216ea575
+# %% ../nbs/04e_llm.ipynb #4352a2c5
 @patch
 def _output(self: LLMEngine, p: _Parent) -> RequestOutput:
     "The RequestOutput of a prompt: every child's text and tokens so far."
@@ -218,7 +221,7 @@ def abort_request(self: LLMEngine, request_id: str) -> RequestOutput | None:
 @patch
 def has_unfinished_requests(self: LLMEngine) -> bool: return bool(self.parents)
 
-# %% ../nbs/04e_llm.ipynb #8604d846
+# %% ../nbs/04e_llm.ipynb #66691626
 @patch
 def stats(self: LLMEngine) -> dict:
     "Counters and gauges: preemptions, prefix-cache hit rate, KV blocks, weight bytes, queue sizes."
@@ -230,7 +233,7 @@ def stats(self: LLMEngine) -> dict:
                 weight_bytes=sum(t.nbytes for t in {p.data_ptr(): p for p in self.model.parameters()}.values()),
                 num_running=len(self.scheduler.running), num_waiting=len(self.scheduler.waiting))
 
-# %% ../nbs/04e_llm.ipynb #ad8bda09
+# %% ../nbs/04e_llm.ipynb #1216ec24
 def _as_prompt_list(prompts) -> list:
     "One prompt or a list of prompts, as a list."
     if isinstance(prompts, (str, dict)): return [prompts]

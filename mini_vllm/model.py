@@ -8,9 +8,9 @@ Docs: https://mini-vllm.github.io/mini_vllm/model.html.md"""
 __all__ = ['ROPE_TYPES', 'MODEL_CLASSES', 'DTYPES', 'LOAD_FORMATS', 'CausalAttention', 'RMSNorm', 'rope_tables', 'apply_rope',
            'LlamaAttention', 'LlamaMLP', 'LlamaDecoderLayer', 'LlamaModel', 'LlamaForCausalLM', 'Conv1D', 'gelu_new',
            'GPT2Attention', 'GPT2MLP', 'GPT2Block', 'GPT2Model', 'GPT2LMHeadModel', 'resolve_device', 'resolve_dtype',
-           'load_model', 'load_weights', 'init_dummy_weights']
+           'load_model', 'stacked_shards', 'load_weights', 'init_dummy_weights']
 
-# %% ../nbs/01a_model.ipynb #3fa6cea5
+# %% ../nbs/01a_model.ipynb #8e3575a8
 import math
 from pathlib import Path
 
@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from .loading import ModelConfig, iter_weights, load_config, resolve_model_path
 
-# %% ../nbs/01a_model.ipynb #fbc258a3
+# %% ../nbs/01a_model.ipynb #27e16d9b
 class CausalAttention:
     "Attention over the given tokens only: each attends to itself and those before it."
     def __call__(self, layer: int, q, k, v):                 # q (B, T, H, D); k, v (B, T, Hkv, D)
@@ -28,7 +28,7 @@ class CausalAttention:
                                            is_causal=True, enable_gqa=True)   # (B, H, T, D)
         return o.transpose(1, 2)                                             # (B, T, H, D)
 
-# %% ../nbs/01a_model.ipynb #35e3121d
+# %% ../nbs/01a_model.ipynb #1b131945
 class RMSNorm(nn.Module):
     "Scale each vector to unit root-mean-square (computed in fp32), then by a learned weight."
     def __init__(self, dim: int, eps: float):
@@ -39,7 +39,7 @@ class RMSNorm(nn.Module):
         xf = x.float()
         return self.weight * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
 
-# %% ../nbs/01a_model.ipynb #574fe209
+# %% ../nbs/01a_model.ipynb #d24b049e
 ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 
 def rope_tables(cfg: ModelConfig) -> tuple[torch.Tensor, torch.Tensor]:
@@ -61,35 +61,35 @@ def apply_rope(x, cos, sin):
     x1, x2 = x.chunk(2, -1)                                  # (..., H, D/2) each
     return x * cos + torch.cat((-x2, x1), -1) * sin
 
-# %% ../nbs/01a_model.ipynb #31ae24a3
+# %% ../nbs/01a_model.ipynb #f5ad905a
 class LlamaAttention(nn.Module):
     "Grouped-query self-attention with rotary positions; the attention itself is delegated."
     def __init__(self, cfg: ModelConfig, layer: int):
         super().__init__()
         self.layer, self.nh, self.nkv, self.hd = layer, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         C, bias = cfg.hidden_size, cfg.attention_bias
-        self.q_proj = nn.Linear(C, self.nh * self.hd, bias=bias)
-        self.k_proj = nn.Linear(C, self.nkv * self.hd, bias=bias)
-        self.v_proj = nn.Linear(C, self.nkv * self.hd, bias=bias)
+        self.qkv_proj = nn.Linear(C, (self.nh + 2 * self.nkv) * self.hd, bias=bias)   # q, k, v stacked
         self.o_proj = nn.Linear(self.nh * self.hd, C, bias=bias)
 
     def forward(self, x, cos, sin, attn):                        # x (..., C)
-        q = self.q_proj(x).unflatten(-1, (self.nh, self.hd))      # (..., H, D)
-        k = self.k_proj(x).unflatten(-1, (self.nkv, self.hd))     # (..., Hkv, D)
-        v = self.v_proj(x).unflatten(-1, (self.nkv, self.hd))     # (..., Hkv, D)
+        q, k, v = self.qkv_proj(x).split([self.nh * self.hd, self.nkv * self.hd, self.nkv * self.hd], -1)
+        q = q.unflatten(-1, (self.nh, self.hd))                   # (..., H, D)
+        k, v = k.unflatten(-1, (self.nkv, self.hd)), v.unflatten(-1, (self.nkv, self.hd))   # (..., Hkv, D)
         o = attn(self.layer, apply_rope(q, cos, sin), apply_rope(k, cos, sin), v)  # (..., H, D)
         return self.o_proj(o.flatten(-2))                         # (..., C)
 
-# %% ../nbs/01a_model.ipynb #7d03decc
+# %% ../nbs/01a_model.ipynb #9ab43669
 class LlamaMLP(nn.Module):
-    "SwiGLU: down(silu(gate(x)) * up(x))."
+    "SwiGLU: down(silu(gate(x)) * up(x)), gate and up as one stacked product."
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         C, I, bias = cfg.hidden_size, cfg.intermediate_size, cfg.mlp_bias
-        self.gate_proj, self.up_proj = nn.Linear(C, I, bias=bias), nn.Linear(C, I, bias=bias)
+        self.gate_up_proj = nn.Linear(C, 2 * I, bias=bias)
         self.down_proj = nn.Linear(I, C, bias=bias)
 
-    def forward(self, x): return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+    def forward(self, x):
+        gate, up = self.gate_up_proj(x).chunk(2, -1)
+        return self.down_proj(F.silu(gate) * up)
 
 class LlamaDecoderLayer(nn.Module):
     "Pre-norm residual block: attention, then MLP."
@@ -103,7 +103,7 @@ class LlamaDecoderLayer(nn.Module):
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, attn)
         return x + self.mlp(self.post_attention_layernorm(x))
 
-# %% ../nbs/01a_model.ipynb #5542aadf
+# %% ../nbs/01a_model.ipynb #54a99b04
 class LlamaModel(nn.Module):
     "Embedding, decoder layers, final norm; rotary tables kept as buffers."
     def __init__(self, cfg: ModelConfig):
@@ -137,7 +137,7 @@ class LlamaForCausalLM(nn.Module):
     def forward(self, input_ids, positions, attn): return self.model(input_ids, positions, attn)
     def compute_logits(self, hidden): return self.lm_head(hidden).float()   # (..., V) in fp32
 
-# %% ../nbs/01a_model.ipynb #5387a672
+# %% ../nbs/01a_model.ipynb #52ff2069
 class Conv1D(nn.Module):
     "GPT-2's linear layer: weight stored as (in, out)."
     def __init__(self, n_in: int, n_out: int):
@@ -151,7 +151,7 @@ def gelu_new(x):
     "GPT-2's tanh approximation of GELU."
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
-# %% ../nbs/01a_model.ipynb #256a4fca
+# %% ../nbs/01a_model.ipynb #cc5db4d5
 class GPT2Attention(nn.Module):
     "Multi-head self-attention with a fused qkv projection; the attention itself is delegated."
     def __init__(self, cfg: ModelConfig, layer: int):
@@ -178,7 +178,7 @@ class GPT2Block(nn.Module):
         x = x + self.attn(self.ln_1(x), attn)
         return x + self.mlp(self.ln_2(x))
 
-# %% ../nbs/01a_model.ipynb #d868f8c5
+# %% ../nbs/01a_model.ipynb #2d805a1d
 class GPT2Model(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -205,7 +205,7 @@ class GPT2LMHeadModel(nn.Module):
     def forward(self, input_ids, positions, attn): return self.transformer(input_ids, positions, attn)
     def compute_logits(self, hidden): return self.lm_head(hidden).float()
 
-# %% ../nbs/01a_model.ipynb #7bac076c
+# %% ../nbs/01a_model.ipynb #ea05f620
 MODEL_CLASSES = {"llama": LlamaForCausalLM, "gpt2": GPT2LMHeadModel}
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float": torch.float32, "bfloat16": torch.bfloat16,
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16, "half": torch.float16}
@@ -227,7 +227,7 @@ def resolve_dtype(dtype, cfg: ModelConfig, device: torch.device) -> torch.dtype:
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32 if cfg.dtype == torch.float16 else cfg.dtype
 
-# %% ../nbs/01a_model.ipynb #a435e70e
+# %% ../nbs/01a_model.ipynb #33463f69
 _IGNORED = ("rotary_emb.inv_freq", ".attn.bias", ".attn.masked_bias")   # buffers some checkpoints carry
 
 def load_model(model=None, dtype="auto", device="auto", load_format="auto") -> nn.Module:
@@ -247,20 +247,39 @@ def load_model(model=None, dtype="auto", device="auto", load_format="auto") -> n
     m.path = path
     return m
 
-# %% ../nbs/01a_model.ipynb #fdb8000e
+# %% ../nbs/01a_model.ipynb #f0cdc61b
+def stacked_shards(cfg: ModelConfig) -> dict[str, tuple[str, int, int]]:
+    "Checkpoint pieces that live inside a stacked matrix: piece -> (stacked name, first row, rows)."
+    if cfg.arch != "llama": return {}
+    q, kv, I = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim, cfg.intermediate_size
+    return {"q_proj": ("qkv_proj", 0, q), "k_proj": ("qkv_proj", q, kv), "v_proj": ("qkv_proj", q + kv, kv),
+            "gate_proj": ("gate_up_proj", 0, I), "up_proj": ("gate_up_proj", I, I)}
+
+def _checkpoint_names(params: dict, shards: dict) -> dict[str, tuple[str, int | None, int | None]]:
+    "Every checkpoint tensor name the model expects -> (its parameter, first row, rows); rows None for a whole one."
+    out = {}
+    for k in params:
+        pieces = [(p, v) for p, v in shards.items() if f".{v[0]}." in k]
+        if not pieces: out[k] = (k, None, None)
+        for p, (fused, start, size) in pieces: out[k.replace(f".{fused}.", f".{p}.")] = (k, start, size)
+    return out
+
 def load_weights(m: nn.Module, path: Path):
     "Copy a checkpoint folder's tensors into `m`, failing on missing or mis-shaped ones."
     params = dict(m.named_parameters())                         # a tied lm_head appears once, as the embedding
     prefix = next(iter(params)).split(".")[0] + "."             # "model." or "transformer.": some checkpoints omit it
-    missing = set(params)
+    expected = _checkpoint_names(params, stacked_shards(m.config))
+    missing = set(expected)
     for name, t in iter_weights(path):
-        key = name if name in params else prefix + name
-        if key not in params:
-            if name.endswith(_IGNORED) or (name == "lm_head.weight" and m.config.tie_word_embeddings): continue
+        if name not in expected and prefix + name in expected: name = prefix + name
+        if name not in expected:
+            if name.endswith(_IGNORED) or (name.endswith("lm_head.weight") and m.config.tie_word_embeddings): continue
             raise ValueError(f"checkpoint {path} has a tensor {name!r} that a {m.config.arch} model does not have")
-        if tuple(t.shape) != tuple(params[key].shape):
-            raise ValueError(f"{name} in {path} has shape {tuple(t.shape)}, expected {tuple(params[key].shape)}")
-        params[key].copy_(t); missing.discard(key)
+        key, start, rows = expected[name]
+        dest = params[key] if start is None else params[key].narrow(0, start, rows)
+        if tuple(t.shape) != tuple(dest.shape):
+            raise ValueError(f"{name} in {path} has shape {tuple(t.shape)}, expected {tuple(dest.shape)}")
+        dest.copy_(t); missing.discard(name)
     if missing: raise ValueError(f"checkpoint {path} lacks {len(missing)} tensors, e.g. {sorted(missing)[:3]}")
 
 def init_dummy_weights(m: nn.Module, std: float = 0.02, seed: int = 0):
