@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/block_pool.html.md"""
 # %% auto #0
 __all__ = ['KVCacheBlock', 'BlockPool', 'hash_block', 'cdiv', 'PrefixCacheStats', 'KVCacheManager']
 
-# %% ../nbs/04a_block_pool.ipynb #07370c07
+# %% ../nbs/04a_block_pool.ipynb #1c009b76
 import hashlib
 from array import array
 from collections import OrderedDict
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from fastcore.basics import patch
 
-# %% ../nbs/04a_block_pool.ipynb #921a9f00
+# %% ../nbs/04a_block_pool.ipynb #dbb00f08
 @dataclass(eq=False)
 class KVCacheBlock:
     "One physical block of the KV-cache pool."
@@ -25,7 +25,7 @@ class KVCacheBlock:
 
     def __repr__(self): return f"Block({self.block_id}, ref={self.ref_cnt}{', cached' if self.block_hash else ''})"
 
-# %% ../nbs/04a_block_pool.ipynb #960f015c
+# %% ../nbs/04a_block_pool.ipynb #78a82a73
 class BlockPool:
     "A fixed pool of KV-cache blocks: free queue in LRU order, reference counts, and the prefix-cache map."
     def __init__(self, num_blocks: int):
@@ -71,14 +71,14 @@ class BlockPool:
         for b in self.cached.values(): b.block_hash = None
         self.cached.clear()
 
-# %% ../nbs/04a_block_pool.ipynb #5da1a540
+# %% ../nbs/04a_block_pool.ipynb #63cb1a20
 def hash_block(parent: bytes | None, tokens) -> bytes:
     "Chained hash of one full block: its tokens and the hash of the block before it."
     h = hashlib.blake2b(parent or b"", digest_size=16)
     h.update(array("q", tokens).tobytes())
     return h.digest()
 
-# %% ../nbs/04a_block_pool.ipynb #c2692b71
+# %% ../nbs/04a_block_pool.ipynb #f341b5e7
 def cdiv(a: int, b: int) -> int: return -(-a // b)
 
 @dataclass
@@ -89,7 +89,7 @@ class PrefixCacheStats:
     @property
     def hit_rate(self) -> float: return self.hits / self.queries if self.queries else 0.0
 
-# %% ../nbs/04a_block_pool.ipynb #d9f22502
+# %% ../nbs/04a_block_pool.ipynb #e33c22ee
 class KVCacheManager:
     "Per-request block tables over a BlockPool, with automatic prefix caching."
     def __init__(self, num_blocks: int, block_size: int = 16, enable_caching: bool = True):
@@ -111,7 +111,7 @@ class KVCacheManager:
         "Physical block ids of a request, in logical order."
         return [b.block_id for b in self.req_blocks.get(request_id, [])]
 
-# %% ../nbs/04a_block_pool.ipynb #d9368e6d
+# %% ../nbs/04a_block_pool.ipynb #34c3dd9d
 @patch
 def _hashes(self: KVCacheManager, request, num_tokens: int) -> list[bytes]:
     "Hashes of the request's full blocks within its first num_tokens tokens, extending the memo."
@@ -131,7 +131,7 @@ def get_computed_blocks(self: KVCacheManager, request) -> list[KVCacheBlock]:
         hits.append(b)
     return hits
 
-# %% ../nbs/04a_block_pool.ipynb #c6037240
+# %% ../nbs/04a_block_pool.ipynb #8416a7cb
 @patch
 def allocate_slots(self: KVCacheManager, request, num_new_tokens: int, computed_blocks=()) -> list[KVCacheBlock] | None:
     "Blocks for num_new_tokens more tokens after the computed ones (and prefix hits); None, changing nothing, if they do not fit."
@@ -147,7 +147,7 @@ def allocate_slots(self: KVCacheManager, request, num_new_tokens: int, computed_
     new = self.pool.get_new_blocks(need)
     self.req_blocks[rid] = blocks = blocks + list(computed_blocks) + new
     if self.enable_caching:                                            # cache the full blocks this step fills
-        hs = self._hashes(request, total)
+        hs = self._hashes(request, min(total, len(request.all_token_ids)))   # future tokens are not known yet
         for i in range(self.num_cached.get(rid, len(computed_blocks)), len(hs)): self.pool.cache_block(blocks[i], hs[i])
         self.num_cached[rid] = len(hs)
     return new

@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/llm.html.md"""
 # %% auto #0
 __all__ = ['CompletionOutput', 'RequestOutput', 'IncrementalDetokenizer', 'LLMEngine', 'LLM']
 
-# %% ../nbs/04e_llm.ipynb #4404df3c
+# %% ../nbs/04e_llm.ipynb #40a39897
 import itertools, time
 from dataclasses import dataclass, replace
 
@@ -23,7 +23,7 @@ from .paged_attention import PagedKVCache, get_attention_backend
 from .sampling import SamplingParams, make_generator
 from .scheduler import Request, RequestStatus, Scheduler
 
-# %% ../nbs/04e_llm.ipynb #0bfe8a33
+# %% ../nbs/04e_llm.ipynb #478fc423
 @dataclass
 class CompletionOutput:
     "One generated sequence of a request."
@@ -45,7 +45,7 @@ class RequestOutput:
     finished: bool
     num_cached_tokens: int = 0                        # prompt tokens served from the prefix cache
 
-# %% ../nbs/04e_llm.ipynb #b75a448f
+# %% ../nbs/04e_llm.ipynb #28c98f6a
 class IncrementalDetokenizer:
     "The text of a growing list of output tokens; never splits a multi-byte character."
     def __init__(self, tokenizer, prompt_ids: list[int], context: int = 6):
@@ -66,14 +66,17 @@ class IncrementalDetokenizer:
         self.text += (delta := full[len(prefix):])
         return delta
 
-# %% ../nbs/04e_llm.ipynb #1a4fc852
+# %% ../nbs/04e_llm.ipynb #9f6394a1
 class LLMEngine:
     "The paged engine: scheduler, KV-cache manager and model runner, stepped by the caller."
     def __init__(self, model=None, dtype="auto", device="auto", block_size: int = 16, num_kv_blocks: int | None = None,
                  max_num_seqs: int = 256, max_num_batched_tokens: int | None = None, max_model_len: int | None = None,
                  enable_prefix_caching: bool = True, attention_backend: str = "torch", load_format: str = "auto",
-                 seed: int = 0, kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.9):
+                 seed: int = 0, kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.9,
+                 num_scheduler_steps: int | None = None, enforce_eager: bool = False):
         _check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len, gpu_memory_utilization)
+        if num_scheduler_steps is not None and not (isinstance(num_scheduler_steps, int) and num_scheduler_steps >= 1):
+            raise ValueError(f"num_scheduler_steps must be an integer >= 1, got {num_scheduler_steps!r}")
         get_attention_backend(attention_backend)                 # fail on a bad name before loading anything
         torch.manual_seed(seed)                                   # unseeded requests sample from this
         self.model = load_model(model, dtype=dtype, device=device, load_format=load_format)
@@ -91,13 +94,18 @@ class LLMEngine:
         self.max_model_len = max_model_len or min(cfg.max_position_embeddings, num_kv_blocks * block_size)
         self.kv = KVCacheManager(num_kv_blocks, block_size, enable_prefix_caching)
         self.scheduler = Scheduler(self.kv, max_num_seqs, budget, self.max_model_len)
-        self.cache = PagedKVCache.allocate(cfg, num_kv_blocks, block_size, self.dtype, self.device)
-        self.runner = ModelRunner(self.model, self.cache, self.kv, attention_backend)
+        self.cache = PagedKVCache.allocate(cfg, num_kv_blocks + 1, block_size, self.dtype, self.device)  # + a scratch block
+        cuda = self.device.type == "cuda"
+        self.num_scheduler_steps = num_scheduler_steps or (8 if cuda else 1)
+        if cuda and attention_backend == "triton" and not enforce_eager:          # CUDA graphs for decode steps (04h)
+            from mini_vllm.cuda_graphs import CUDAGraphRunner
+            self.runner = CUDAGraphRunner(self.model, self.cache, self.kv, max_num_seqs, self.max_model_len)
+        else: self.runner = ModelRunner(self.model, self.cache, self.kv, attention_backend)
         self.parents: dict[str, _Parent] = {}                     # request id -> its prompt's children
         self.children: dict[str, tuple[_Parent, int]] = {}        # child request id -> (parent, index)
         self.ids = itertools.count()
 
-# %% ../nbs/04e_llm.ipynb #24de6fe9
+# %% ../nbs/04e_llm.ipynb #85359bc4
 def _check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len, gpu_memory_utilization):
     "Raise a ValueError naming the first engine argument out of range."
     for name, v in (("block_size", block_size), ("max_num_seqs", max_num_seqs), ("num_kv_blocks", num_kv_blocks),
@@ -118,7 +126,7 @@ def _auto_num_blocks(self: LLMEngine, block_size, cap, kv_cache_memory_bytes, gp
     if kv_cache_memory_bytes < per_block: raise ValueError(f"no memory left for the KV cache ({kv_cache_memory_bytes} bytes): lower the model size or raise gpu_memory_utilization")
     return min(kv_cache_memory_bytes // per_block, cap)
 
-# %% ../nbs/04e_llm.ipynb #f0fe68ac
+# %% ../nbs/04e_llm.ipynb #ae295eec
 @dataclass
 class _Parent:
     "A prompt's n child requests and how to report them."
@@ -143,7 +151,7 @@ def _tokenize(self: LLMEngine, prompt) -> tuple[str | None, list[int]]:
     if bad := [t for t in prompt if not 0 <= t < V]: raise ValueError(f"prompt token id {bad[0]} is outside the vocabulary [0, {V})")
     return None, list(prompt)
 
-# %% ../nbs/04e_llm.ipynb #eb826385
+# %% ../nbs/04e_llm.ipynb #b7ca55f6
 @patch
 def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, request_id: str | None = None,
                 stream: bool = False) -> str:
@@ -167,7 +175,7 @@ def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, r
     for i, k in enumerate(kids): self.children[k.request_id] = (parent, i)
     return rid
 
-# %% ../nbs/04e_llm.ipynb #3b6df085
+# %% ../nbs/04e_llm.ipynb #d2697023
 @patch
 def _check_stop_strings(self: LLMEngine, req: Request, detok: IncrementalDetokenizer, delta: str):
     "End `req` if its new text completes one of its stop strings; cut the text there."
@@ -181,11 +189,23 @@ def _check_stop_strings(self: LLMEngine, req: Request, detok: IncrementalDetoken
     else: self.scheduler.finish(req, RequestStatus.FINISHED_STOPPED)
 
 @patch
+def _num_steps(self: LLMEngine, out) -> int:
+    "How many decode steps this step may run in a row (slots for them allocated), or 1."
+    if self.num_scheduler_steps == 1 or self.scheduler.waiting or out.preempted or any(n != 1 for n in out.num_new_tokens): return 1
+    for r in out.requests:
+        p = r.sampling_params
+        if p.stop or p.logprobs is not None or len(r.output_token_ids) < p.min_tokens: return 1
+    k = min(self.num_scheduler_steps, min(self.max_model_len - r.num_tokens + 1 for r in out.requests))
+    if k > 1 and all(self.kv.allocate_slots(r, k) is not None for r in out.requests): return k
+    return 1
+
+@patch
 def step(self: LLMEngine) -> list[RequestOutput]:
-    "Run one engine step; return the outputs of every prompt that progressed."
+    "Run one engine step; return the outputs of finished prompts, and of every streamed prompt that progressed."
     out = self.scheduler.schedule()
     if not len(out): return []
-    result = self.runner.execute(out)
+    result = self.runner.execute(out, k := self._num_steps(out))
+    if k > 1: out.num_new_tokens = [k] * len(out)                    # each request computed k tokens
     progressed = {}
     for req in self.scheduler.update(out, result.tokens):
         parent, i = self.children[req.request_id]
@@ -195,9 +215,9 @@ def step(self: LLMEngine) -> list[RequestOutput]:
             delta = detok.update(req.output_token_ids[detok.num_tokens:], final=req.status.is_finished)
             if stops and delta: self._check_stop_strings(req, detok, delta)
         progressed[parent.request_id] = parent
-    return [self._output(p) for p in progressed.values()]
+    return [self._output(p) for p in progressed.values() if p.stream or all(r.status.is_finished for r in p.children)]
 
-# %% ../nbs/04e_llm.ipynb #4352a2c5
+# %% ../nbs/04e_llm.ipynb #20efbe23
 @patch
 def _output(self: LLMEngine, p: _Parent) -> RequestOutput:
     "The RequestOutput of a prompt: every child's text and tokens so far."
@@ -221,7 +241,7 @@ def abort_request(self: LLMEngine, request_id: str) -> RequestOutput | None:
 @patch
 def has_unfinished_requests(self: LLMEngine) -> bool: return bool(self.parents)
 
-# %% ../nbs/04e_llm.ipynb #66691626
+# %% ../nbs/04e_llm.ipynb #258f437d
 @patch
 def stats(self: LLMEngine) -> dict:
     "Counters and gauges: preemptions, prefix-cache hit rate, KV blocks, weight bytes, queue sizes."
@@ -233,7 +253,7 @@ def stats(self: LLMEngine) -> dict:
                 weight_bytes=sum(t.nbytes for t in {p.data_ptr(): p for p in self.model.parameters()}.values()),
                 num_running=len(self.scheduler.running), num_waiting=len(self.scheduler.waiting))
 
-# %% ../nbs/04e_llm.ipynb #1216ec24
+# %% ../nbs/04e_llm.ipynb #1b46fa77
 def _as_prompt_list(prompts) -> list:
     "One prompt or a list of prompts, as a list."
     if isinstance(prompts, (str, dict)): return [prompts]

@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/scheduler.html.md"""
 # %% auto #0
 __all__ = ['RequestStatus', 'Request', 'check_stop', 'SchedulerOutput', 'Scheduler', 'samples']
 
-# %% ../nbs/04b_scheduler.ipynb #7255b3e8
+# %% ../nbs/04b_scheduler.ipynb #b1b5fa15
 import enum, time
 from collections import deque
 from dataclasses import dataclass, field
@@ -19,7 +19,7 @@ from fastcore.basics import patch
 from .block_pool import KVCacheManager
 from .sampling import SamplingParams
 
-# %% ../nbs/04b_scheduler.ipynb #c7d8a75c
+# %% ../nbs/04b_scheduler.ipynb #7a46d9cc
 class RequestStatus(enum.Enum):
     WAITING = "waiting"
     RUNNING = "running"
@@ -31,7 +31,7 @@ class RequestStatus(enum.Enum):
     @property
     def is_finished(self) -> bool: return self.name.startswith("FINISHED")
 
-# %% ../nbs/04b_scheduler.ipynb #ab83611f
+# %% ../nbs/04b_scheduler.ipynb #10df8fb7
 @dataclass(eq=False)
 class Request:
     "One sequence being generated: its tokens, settings and progress."
@@ -60,7 +60,7 @@ class Request:
     @property
     def finish_reason(self) -> str | None: return self.status.value if self.status.is_finished else None
 
-# %% ../nbs/04b_scheduler.ipynb #2d9dc8fb
+# %% ../nbs/04b_scheduler.ipynb #5995bc32
 def check_stop(req: Request, max_model_len: int) -> RequestStatus | None:
     "The finished status a request reaches with its last token, or None."
     p, last = req.sampling_params, req.output_token_ids[-1]
@@ -71,7 +71,7 @@ def check_stop(req: Request, max_model_len: int) -> RequestStatus | None:
     if len(req.output_token_ids) >= p.max_tokens or req.num_tokens >= max_model_len: return RequestStatus.FINISHED_LENGTH
     return None
 
-# %% ../nbs/04b_scheduler.ipynb #47cba791
+# %% ../nbs/04b_scheduler.ipynb #c733fff5
 @dataclass
 class SchedulerOutput:
     "The requests a step runs, how many new tokens each, and who was preempted."
@@ -83,7 +83,7 @@ class SchedulerOutput:
     def total_tokens(self) -> int: return sum(self.num_new_tokens)
     def __len__(self): return len(self.requests)
 
-# %% ../nbs/04b_scheduler.ipynb #70032d52
+# %% ../nbs/04b_scheduler.ipynb #fb79dd75
 class Scheduler:
     "vLLM v1-style scheduling: running requests first, then waiting ones, under a token budget."
     def __init__(self, kv: KVCacheManager, max_num_seqs: int = 256, max_num_batched_tokens: int = 2048,
@@ -109,7 +109,7 @@ class Scheduler:
 
     def has_unfinished(self) -> bool: return bool(self.waiting or self.running)
 
-# %% ../nbs/04b_scheduler.ipynb #312d5e37
+# %% ../nbs/04b_scheduler.ipynb #6dc250c7
 @patch
 def _preempt(self: Scheduler, req: Request):
     "Free a running request's blocks and queue it first for recomputation."
@@ -144,16 +144,19 @@ def schedule(self: Scheduler) -> SchedulerOutput:
         out.requests.append(req); out.num_new_tokens.append(n); budget -= n
     return out
 
-# %% ../nbs/04b_scheduler.ipynb #dce73120
+# %% ../nbs/04b_scheduler.ipynb #f2515e2f
 @patch
-def update(self: Scheduler, out: SchedulerOutput, sampled: dict[str, int]) -> list[Request]:
-    "Record a step's results: computed tokens, sampled tokens; return the requests that got a token."
+def update(self: Scheduler, out: SchedulerOutput, sampled: dict[str, list[int]]) -> list[Request]:
+    "Record a step's results: computed tokens, sampled tokens; return the requests that got any."
     got = []
     for req, n in zip(out.requests, out.num_new_tokens):
         req.num_computed_tokens += n
-        if req.request_id in sampled:
-            req.append_output_token(sampled[req.request_id]); got.append(req)
-            if status := check_stop(req, self.max_model_len): self.finish(req, status)
+        if not (tokens := sampled.get(req.request_id)): continue
+        got.append(req)
+        for t in tokens:
+            req.append_output_token(t)
+            if status := check_stop(req, self.max_model_len):
+                self.finish(req, status); break
     return got
 
 @patch
@@ -166,7 +169,7 @@ def finish(self: Scheduler, req: Request, status: RequestStatus = RequestStatus.
     self.kv.free(req)
     self.requests.pop(req.request_id, None)
 
-# %% ../nbs/04b_scheduler.ipynb #c5135c59
+# %% ../nbs/04b_scheduler.ipynb #30479b52
 def samples(req: Request, num_new_tokens: int) -> bool:
     "Whether a request scheduled for num_new_tokens produces a token this step."
     return req.num_computed_tokens + num_new_tokens == req.num_tokens

@@ -1,0 +1,287 @@
+"""Check and time mini_vllm on one GPU, in one run: kernels, correctness against transformers, throughput.
+
+Sections (all by default; `--sections a,b` for some):
+  env      GPU, versions, commit, command
+  copy     device-to-device copy bandwidth (the ceiling for memory-bound kernels)
+  kernels  every Triton kernel against its PyTorch reference at full TinyLlama shapes, bf16
+  attnbw   paged decode attention bandwidth: 256 requests x 1k context, against the copy bandwidth
+  correct  greedy outputs against transformers: a tiny Llama (fp32) and TinyLlama-shape random weights (bf16, ties reported)
+  thru     the public workload (256 requests, prompt/output lengths U[100, 1024], seed 0, EOS ignored), dummy bf16 weights
+  batch1   batch-1 decode ms/token
+  profile  kernel-time breakdown of decode steps (torch.profiler)
+
+Writes `gpu_bench.json` (rewritten after every section) and PNG plots into --out. Run from the repo root:
+  python benchmarks/gpu_bench.py --out $OUT
+"""
+import argparse, json, os, subprocess, sys, tempfile, time, traceback
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from workload import public_workload, tinyllama_config_dir, workload_stats  # noqa: E402
+
+RESULTS: dict = {}
+
+
+def save(out: Path):
+    (out / "gpu_bench.json").write_text(json.dumps(RESULTS, indent=2, default=str))
+
+
+def bench_ms(fn, warmup=3, reps=20) -> float:
+    "Median milliseconds of fn() over reps, timed with CUDA events after warm-up."
+    for _ in range(warmup): fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record(); fn(); b.record(); b.synchronize()
+        times.append(a.elapsed_time(b))
+    return sorted(times)[len(times) // 2]
+
+
+def rel_err(a, b) -> float:
+    a, b = a.double(), b.double()
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+# --- sections -------------------------------------------------------------------------------------------------
+
+def sec_env(args):
+    import transformers, triton
+    p = torch.cuda.get_device_properties(0)
+    return dict(gpu=torch.cuda.get_device_name(0), sms=p.multi_processor_count, memory_gib=round(p.total_memory / 2**30, 1),
+                capability=f"{p.major}.{p.minor}", torch=torch.__version__, triton=triton.__version__,
+                transformers=transformers.__version__, python=sys.version.split()[0],
+                commit=os.environ.get("MINI_VLLM_COMMIT", "unknown"), command=" ".join(sys.argv))
+
+
+def sec_copy(args):
+    n = 2 * 2**30                                                   # 2 GiB of bf16, far past the 60 MB L2
+    src = torch.randn(n // 2, dtype=torch.bfloat16, device="cuda"); dst = torch.empty_like(src)
+    ms = bench_ms(lambda: dst.copy_(src), reps=20)
+    return dict(bytes_moved=2 * n, ms=ms, gb_per_s=2 * n / ms / 1e6)
+
+
+def _random_step(B, ctx_lo, ctx_hi, q_len_of, H=32, HKV=4, D=64, bs=16, dtype=torch.bfloat16, seed=0):
+    "A random paged step on the GPU: contexts in shuffled blocks, q, new k/v, metadata."
+    from mini_vllm.loading import ModelConfig
+    from mini_vllm.paged_attention import AttentionMetadata, PagedKVCache
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    seq = torch.randint(ctx_lo, ctx_hi + 1, (B,), generator=g, device="cuda").tolist()
+    ql = [min(q_len_of(i), s) for i, s in enumerate(seq)]
+    nblocks = sum(-(-s // bs) for s in seq) + 8
+    cfg = ModelConfig("llama", 10, H * D, 1, H, HKV, D, 8, 8192, 1e-5)
+    cache = PagedKVCache.allocate(cfg, nblocks, bs, dtype, "cuda")
+    cache.k.normal_(generator=g); cache.v.normal_(generator=g)
+    perm = torch.randperm(nblocks, generator=g, device="cuda").tolist()
+    tables = [[perm.pop() for _ in range(-(-s // bs))] for s in seq]
+    meta = AttentionMetadata.build(ql, seq, tables, bs, "cuda")
+    N = sum(ql)
+    mk = lambda *s: torch.randn(*s, generator=g, device="cuda").to(dtype)
+    return cache, meta, mk(N, H, D), mk(N, HKV, D), mk(N, HKV, D), seq, ql
+
+
+def sec_kernels(args):
+    from mini_vllm import triton_kernels as tk
+    from mini_vllm.model import RMSNorm, apply_rope
+    from mini_vllm.paged_attention import PagedKVCache, TorchPagedAttention
+    out, dt, dev = {}, torch.bfloat16, "cuda"
+    x, r = torch.randn(512, 2048, dtype=dt, device=dev), torch.randn(512, 2048, dtype=dt, device=dev)
+    norm = RMSNorm(2048, 1e-5).to(dev, dt); norm.weight.data.normal_()
+    y, nr = tk.rms_norm(x, norm.weight, 1e-5, residual=r)
+    out["rms_norm"] = max(rel_err(y, norm(x + r)), rel_err(nr, x + r))
+    gu = torch.randn(512, 2 * 5632, dtype=dt, device=dev)
+    g_, u_ = gu.chunk(2, -1)
+    out["silu_and_mul"] = rel_err(tk.silu_and_mul(gu), torch.nn.functional.silu(g_) * u_)
+    H, HKV, D, N = 32, 4, 64, 300
+    qkv = torch.randn(N, (H + 2 * HKV) * D, dtype=dt, device=dev)
+    ang = torch.randint(0, 2048, (N,), device=dev)[:, None].float() * (1.0 / 10000 ** (torch.arange(0, D, 2, device=dev).float() / D))
+    cos, sin = torch.cat([ang.cos()] * 2, -1).to(dt), torch.cat([ang.sin()] * 2, -1).to(dt)
+    slots = torch.randperm(4096, device=dev)[:N]
+    kc, vc = torch.zeros(256, 16, HKV, D, dtype=dt, device=dev), torch.zeros(256, 16, HKV, D, dtype=dt, device=dev)
+    q_ref = apply_rope(qkv[:, :H * D].view(N, H, D), cos, sin); k_ref = apply_rope(qkv[:, H * D:(H + HKV) * D].view(N, HKV, D), cos, sin)
+    tk.rope_and_write_kv(qkv, cos, sin, slots, kc, vc, H, HKV, D)
+    out["rope_and_write_kv"] = max(rel_err(qkv[:, :H * D].view(N, H, D), q_ref), rel_err(kc.view(-1, HKV, D)[slots], k_ref))
+    for name, (B, lo, hi, qlen) in {"decode_attention": (256, 1, 2048, lambda i: 1),
+                                    "prefill_attention": (12, 100, 1500, lambda i: 700 if i % 3 else 1),
+                                    "chunk_after_prefix": (8, 600, 2000, lambda i: 257)}.items():
+        for Hq, Hk in [(32, 4), (9, 3)]:
+            cache, meta, q, k, v, seq, ql = _random_step(B, lo, hi, qlen, H=Hq, HKV=Hk)
+            ref = TorchPagedAttention(PagedKVCache(cache.k.clone(), cache.v.clone()), meta)(0, q, k, v)
+            got = tk.TritonPagedAttention(cache, meta)(0, q, k, v)
+            out[f"{name}_H{Hq}_KV{Hk}"] = rel_err(got, ref)
+    out["ok"] = all(v < 2e-2 for k, v in out.items() if k != "ok")
+    return out
+
+
+def sec_attnbw(args):
+    from mini_vllm import triton_kernels as tk
+    res = {}
+    for ctx in (1024, 2048):
+        cache, meta, q, k, v, seq, ql = _random_step(256, ctx, ctx, lambda i: 1)
+        attn = tk.TritonPagedAttention(cache, meta)
+        o = torch.empty_like(q)
+        ms = bench_ms(lambda: attn._attend(0, q, o), reps=50)
+        kv_bytes = sum(seq) * 4 * 64 * 2 * 2                         # K and V, bf16, 4 KV heads of 64
+        res[f"ctx{ctx}"] = dict(ms=ms, kv_bytes=kv_bytes, gb_per_s=kv_bytes / ms / 1e6,
+                                fraction_of_copy=kv_bytes / ms / 1e6 / RESULTS["copy"]["gb_per_s"] if "copy" in RESULTS else None)
+    return res
+
+
+def _tie_report(ref_model, prompt, ours, theirs):
+    "First divergence of two greedy continuations, and transformers' top-2 logit gap there."
+    i = next((j for j, (a, b) in enumerate(zip(ours, theirs)) if a != b), None)
+    if i is None: return dict(match=len(ours), diverged_at=None)
+    with torch.inference_mode():
+        ids = torch.tensor([prompt + theirs[:i]], device="cuda")
+        top = ref_model(ids).logits[0, -1].float().topk(2).values
+    gap = (top[0] - top[1]).item()
+    return dict(match=i, diverged_at=i, top2_gap=gap, ours_logit_rank_ok=None)
+
+
+def sec_correct(args):
+    from transformers import AutoModelForCausalLM
+    from mini_vllm import LLM, SamplingParams
+    from mini_vllm.decode import hf_greedy
+    from mini_vllm.loading import save_tiny_model
+    res, tmp = {}, Path(tempfile.mkdtemp())
+    g = torch.Generator().manual_seed(0)
+    # 1. a tiny random Llama in fp32: exact equality expected
+    folder = save_tiny_model(tmp / "tiny", "llama")
+    ref = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to("cuda").eval()
+    prompts = [torch.randint(3, 512, (int(n),), generator=g).tolist() for n in torch.randint(2, 60, (12,), generator=g)]
+    llm = LLM(folder, dtype="float32", attention_backend="triton", max_model_len=256, max_num_seqs=16)
+    outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=40, ignore_eos=True), use_tqdm=False)
+    same = [o.outputs[0].token_ids == hf_greedy(ref, p, 40) for p, o in zip(prompts, outs)]
+    res["tiny_llama_fp32"] = dict(prompts=len(prompts), tokens=40, identical=sum(same))
+    del llm, ref; torch.cuda.empty_cache()
+    # 2. TinyLlama-shape random weights in bf16, through the GPU engine (CUDA graphs, several steps per round trip)
+    cfg_dir = tinyllama_config_dir(tmp / "tinyllama")
+    from transformers import AutoConfig
+    torch.manual_seed(0)
+    ref = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(cfg_dir), dtype=torch.bfloat16).to("cuda").eval()
+    ref.save_pretrained(tmp / "tinyllama_w")
+    prompts = [torch.randint(3, 32000, (int(n),), generator=g).tolist() for n in torch.randint(10, 300, (8,), generator=g)]
+    llm = LLM(tmp / "tinyllama_w", dtype="bfloat16", attention_backend="triton", max_model_len=1024, max_num_seqs=32)
+    outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=64, ignore_eos=True), use_tqdm=False)
+    reports = [_tie_report(ref, p, o.outputs[0].token_ids, hf_greedy(ref, p, 64)) for p, o in zip(prompts, outs)]
+    res["tinyllama_bf16"] = dict(prompts=len(prompts), tokens=64, reports=reports,
+                                 identical=sum(r["diverged_at"] is None for r in reports),
+                                 max_gap_at_divergence=max([r["top2_gap"] for r in reports if r["diverged_at"] is not None], default=None))
+    del llm, ref; torch.cuda.empty_cache()
+    return res
+
+
+def _engine(args, **kw):
+    from mini_vllm import LLM
+    cfg_dir = tinyllama_config_dir(Path(tempfile.mkdtemp()) / "tinyllama")
+    base = dict(dtype="bfloat16", load_format="dummy", attention_backend="triton", max_num_seqs=256, max_model_len=2048)
+    return LLM(cfg_dir, **{**base, **kw})
+
+
+def sec_thru(args):
+    from mini_vllm import SamplingParams
+    work = public_workload(n=args.num_requests)
+    res = {"workload": workload_stats(work)}
+    prompts = [p for p, _ in work]
+    params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for _, n in work]
+    for label, kw in [("steps8", dict(num_scheduler_steps=8)), ("steps1", dict(num_scheduler_steps=1)),
+                      ("steps16", dict(num_scheduler_steps=16))][: args.thru_variants]:
+        t0 = time.perf_counter(); llm = _engine(args, **kw); t_init = time.perf_counter() - t0
+        llm.generate(prompts[:8], params[:8], use_tqdm=False)                      # warm-up: every kernel compiled
+        torch.cuda.synchronize(); t0 = time.perf_counter()
+        outs = llm.generate(prompts, params, use_tqdm=False)
+        torch.cuda.synchronize(); dt = time.perf_counter() - t0
+        n_out = sum(len(o.outputs[0].token_ids) for o in outs)
+        assert n_out == sum(n for _, n in work), "every request must produce exactly its output length"
+        s = llm.stats()
+        res[label] = dict(kw=kw, seconds=dt, output_tokens=n_out, output_tok_per_s=n_out / dt, init_seconds=t_init,
+                          total_tok_per_s=(n_out + res["workload"]["prompt_tokens"]) / dt,
+                          num_preemptions=s["num_preemptions"], kv_blocks_total=s["kv_blocks_total"])
+        print(f"  {label}: {n_out / dt:,.0f} output tok/s ({dt:.2f} s)", flush=True)
+        del llm; import gc; gc.collect(); torch.cuda.empty_cache()
+    return res
+
+
+def sec_batch1(args):
+    from mini_vllm import SamplingParams
+    llm = _engine(args, max_num_seqs=8)
+    g = torch.Generator().manual_seed(1)
+    prompt = torch.randint(0, 32000, (128,), generator=g).tolist()
+    run = lambda n: llm.generate([prompt], SamplingParams(temperature=0, max_tokens=n, ignore_eos=True), use_tqdm=False)
+    run(64)
+    res = {}
+    for n in (1, 513):
+        torch.cuda.synchronize(); t0 = time.perf_counter(); run(n); torch.cuda.synchronize(); res[n] = time.perf_counter() - t0
+    return dict(prompt_tokens=128, decode_tokens=512, ms_per_token=(res[513] - res[1]) / 512 * 1e3,
+                prefill_plus_first_token_ms=res[1] * 1e3, num_scheduler_steps=llm.llm_engine.num_scheduler_steps)
+
+
+def sec_profile(args):
+    from torch.profiler import ProfilerActivity, profile
+    from mini_vllm import SamplingParams
+    llm = _engine(args)
+    work = public_workload(n=256)
+    prompts = [p for p, _ in work]
+    llm.generate(prompts[:8], SamplingParams(max_tokens=4), use_tqdm=False)
+    eng = llm.llm_engine
+    for p in prompts: eng.add_request(p, SamplingParams(temperature=0, max_tokens=1024, ignore_eos=True))
+    while eng.scheduler.waiting or any(r.num_computed_tokens < r.num_prompt_tokens for r in eng.scheduler.running): eng.step()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        for _ in range(4): eng.step()
+        torch.cuda.synchronize(); dt = time.perf_counter() - t0
+    table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=25)
+    (Path(args.out) / "profile.txt").write_text(table)
+    totals = {}
+    for e in prof.key_averages():
+        t = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+        if e.key.startswith(("aten::", "cudaGraph", "Memcpy", "Memset")) or t <= 0: continue
+        kind = ("attention" if "decode" in e.key or "prefill" in e.key or "merge" in e.key else
+                "gemm" if "gemm" in e.key.lower() or "nvjet" in e.key or "cutlass" in e.key.lower() or "sm90" in e.key else "other")
+        totals[kind] = totals.get(kind, 0) + t / 1e3
+    return dict(steps=4, decode_steps_per_step=eng.num_scheduler_steps, wall_ms=dt * 1e3, batch=len(eng.scheduler.running),
+                gpu_ms_by_kind=totals)
+
+
+SECTIONS = dict(env=sec_env, copy=sec_copy, kernels=sec_kernels, attnbw=sec_attnbw, correct=sec_correct,
+                thru=sec_thru, batch1=sec_batch1, profile=sec_profile)
+
+
+def plots(out: Path):
+    import matplotlib; matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    if "thru" in RESULTS:
+        labels = [k for k in RESULTS["thru"] if k != "workload" and isinstance(RESULTS["thru"][k], dict)]
+        plt.figure(figsize=(6, 3)); plt.bar(labels, [RESULTS["thru"][k]["output_tok_per_s"] for k in labels])
+        plt.ylabel("output tok/s"); plt.title(f"mini_vllm, public workload, {RESULTS.get('env', {}).get('gpu', '')}")
+        plt.tight_layout(); plt.savefig(out / "throughput.png", dpi=120); plt.close()
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default=".")
+    p.add_argument("--sections", default=",".join(SECTIONS))
+    p.add_argument("--num-requests", type=int, default=256)
+    p.add_argument("--thru-variants", type=int, default=2, help="how many num_scheduler_steps variants to time")
+    args = p.parse_args(argv)
+    out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
+    for name in args.sections.split(","):
+        t0 = time.perf_counter()
+        try: RESULTS[name] = SECTIONS[name](args)
+        except Exception as e:
+            RESULTS[name] = dict(error=repr(e), traceback=traceback.format_exc())
+            print(traceback.format_exc(), flush=True)
+        print(f"[{name}] {time.perf_counter() - t0:.1f}s {json.dumps(RESULTS[name], default=str)[:600]}", flush=True)
+        save(out)
+    try: plots(out)
+    except Exception: print(traceback.format_exc())
+    save(out)
+
+
+if __name__ == "__main__":
+    main()
+    os._exit(0)
