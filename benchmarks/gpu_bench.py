@@ -117,17 +117,40 @@ def sec_kernels(args):
     return out
 
 
+def back_to_back_ms(fn, reps=30) -> float:
+    "Milliseconds per call of fn() launched reps times back to back between two CUDA events (launch gaps hidden)."
+    fn(); torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(reps): fn()
+    b.record(); b.synchronize()
+    return a.elapsed_time(b) / reps
+
+
 def sec_attnbw(args):
+    "Decode attention bandwidth at 256 requests: sweep the tiling, keep the best for the engine runs that follow."
     from mini_vllm import triton_kernels as tk
-    res = {}
-    for ctx in (1024, 2048):
-        cache, meta, q, k, v, seq, ql = _random_step(256, ctx, ctx, lambda i: 1)
-        attn = tk.TritonPagedAttention(cache, meta)
-        o = torch.empty_like(q)
-        ms = bench_ms(lambda: attn._attend(0, q, o), reps=50)
-        kv_bytes = sum(seq) * 4 * 64 * 2 * 2                         # K and V, bf16, 4 KV heads of 64
-        res[f"ctx{ctx}"] = dict(ms=ms, kv_bytes=kv_bytes, gb_per_s=kv_bytes / ms / 1e6,
-                                fraction_of_copy=kv_bytes / ms / 1e6 / RESULTS["copy"]["gb_per_s"] if "copy" in RESULTS else None)
+    copy_bw = RESULTS.get("copy", {}).get("gb_per_s")
+    cache, meta, q, k, v, seq, ql = _random_step(256, 1024, 1024, lambda i: 1)
+    kv_bytes = sum(seq) * 4 * 64 * 2 * 2                                  # K and V, bf16, 4 KV heads of 64
+    o, reqs = torch.empty_like(q), torch.arange(256, dtype=torch.int32, device="cuda")
+    call = lambda max_len, **kw: (lambda: tk.paged_decode_attention(o, q, cache.k[0], cache.v[0], meta.block_tables, meta.seq_lens,
+                                                                    meta.query_start_loc, reqs, 0.125, max_len, **kw))
+    sweep = []
+    for block_n in (32, 64, 128):
+        for num_warps in (2, 4, 8):
+            for num_stages in (2, 3, 4):
+                try: ms = back_to_back_ms(call(1024, block_n=block_n, num_warps=num_warps, num_stages=num_stages))
+                except Exception as e: ms = float("nan"); print("config failed", block_n, num_warps, num_stages, repr(e)[:200])
+                sweep.append(dict(block_n=block_n, num_warps=num_warps, num_stages=num_stages, ms=ms, gb_per_s=kv_bytes / ms / 1e6))
+    best = max((c for c in sweep if c["ms"] == c["ms"]), key=lambda c: c["gb_per_s"])
+    tk.DECODE_TILING.update(block_n=best["block_n"], num_warps=best["num_warps"], num_stages=best["num_stages"])
+    res = dict(sweep=sweep, best=best, copy_gb_per_s=copy_bw)
+    for name, ctx, max_len in [("ctx1024", 1024, 1024), ("ctx1024_graph_max2048", 1024, 2048), ("ctx2048", 2048, 2048)]:
+        if ctx != 1024: cache, meta, q, k, v, seq, ql = _random_step(256, ctx, ctx, lambda i: 1); o = torch.empty_like(q)
+        kvb = sum(seq) * 4 * 64 * 2 * 2
+        ms = back_to_back_ms(call(max_len))
+        res[name] = dict(ms=ms, kv_bytes=kvb, gb_per_s=kvb / ms / 1e6, fraction_of_copy=kvb / ms / 1e6 / copy_bw if copy_bw else None)
     return res
 
 
@@ -188,8 +211,8 @@ def sec_thru(args):
     res = {"workload": workload_stats(work)}
     prompts = [p for p, _ in work]
     params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for _, n in work]
-    for label, kw in [("steps8", dict(num_scheduler_steps=8)), ("steps1", dict(num_scheduler_steps=1)),
-                      ("steps16", dict(num_scheduler_steps=16))][: args.thru_variants]:
+    for label in args.thru_variants.split(","):
+        kw = dict(num_scheduler_steps=int(label.removeprefix("steps")))
         t0 = time.perf_counter(); llm = _engine(args, **kw); t_init = time.perf_counter() - t0
         llm.generate(prompts[:8], params[:8], use_tqdm=False)                      # warm-up: every kernel compiled
         torch.cuda.synchronize(); t0 = time.perf_counter()
@@ -207,6 +230,7 @@ def sec_thru(args):
 
 
 def sec_batch1(args):
+    from torch.profiler import ProfilerActivity, profile
     from mini_vllm import SamplingParams
     llm = _engine(args, max_num_seqs=8)
     g = torch.Generator().manual_seed(1)
@@ -216,35 +240,39 @@ def sec_batch1(args):
     res = {}
     for n in (1, 513):
         torch.cuda.synchronize(); t0 = time.perf_counter(); run(n); torch.cuda.synchronize(); res[n] = time.perf_counter() - t0
+    with profile(activities=[ProfilerActivity.CUDA]) as prof: run(65)
+    (Path(args.out) / "profile_batch1.txt").write_text(prof.key_averages().table(sort_by="cuda_time_total", row_limit=30))
     return dict(prompt_tokens=128, decode_tokens=512, ms_per_token=(res[513] - res[1]) / 512 * 1e3,
-                prefill_plus_first_token_ms=res[1] * 1e3, num_scheduler_steps=llm.llm_engine.num_scheduler_steps)
+                prefill_plus_first_token_ms=res[1] * 1e3, num_scheduler_steps=llm.llm_engine.num_scheduler_steps,
+                gpu_ms_per_token_profiled=sum(e.self_device_time_total for e in prof.key_averages()) / 1e3 / 65)
 
 
 def sec_profile(args):
     from torch.profiler import ProfilerActivity, profile
     from mini_vllm import SamplingParams
-    llm = _engine(args)
+    llm = _engine(args, num_scheduler_steps=args.steps)
     work = public_workload(n=256)
     prompts = [p for p, _ in work]
     llm.generate(prompts[:8], SamplingParams(max_tokens=4), use_tqdm=False)
     eng = llm.llm_engine
     for p in prompts: eng.add_request(p, SamplingParams(temperature=0, max_tokens=1024, ignore_eos=True))
-    while eng.scheduler.waiting or any(r.num_computed_tokens < r.num_prompt_tokens for r in eng.scheduler.running): eng.step()
+    torch.cuda.synchronize(); t0 = time.perf_counter(); n = 0
+    while eng.scheduler.waiting or any(r.num_computed_tokens < r.num_prompt_tokens for r in eng.scheduler.running): eng.step(); n += 1
+    torch.cuda.synchronize(); prefill_s = time.perf_counter() - t0
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         t0 = time.perf_counter()
         for _ in range(4): eng.step()
         torch.cuda.synchronize(); dt = time.perf_counter() - t0
-    table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=25)
-    (Path(args.out) / "profile.txt").write_text(table)
+    (Path(args.out) / "profile.txt").write_text(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25))
     totals = {}
     for e in prof.key_averages():
-        t = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
-        if e.key.startswith(("aten::", "cudaGraph", "Memcpy", "Memset")) or t <= 0: continue
+        t = getattr(e, "self_device_time_total", 0)
+        if t <= 0: continue
         kind = ("attention" if "decode" in e.key or "prefill" in e.key or "merge" in e.key else
                 "gemm" if "gemm" in e.key.lower() or "nvjet" in e.key or "cutlass" in e.key.lower() or "sm90" in e.key else "other")
         totals[kind] = totals.get(kind, 0) + t / 1e3
-    return dict(steps=4, decode_steps_per_step=eng.num_scheduler_steps, wall_ms=dt * 1e3, batch=len(eng.scheduler.running),
-                gpu_ms_by_kind=totals)
+    return dict(prefill_all_256_seconds=prefill_s, prefill_steps=n, profiled_engine_steps=4, decode_steps_per_engine_step=eng.num_scheduler_steps,
+                wall_ms=dt * 1e3, batch=len(eng.scheduler.running), gpu_ms_by_kind=totals)
 
 
 SECTIONS = dict(env=sec_env, copy=sec_copy, kernels=sec_kernels, attnbw=sec_attnbw, correct=sec_correct,
@@ -266,7 +294,8 @@ def main(argv=None):
     p.add_argument("--out", default=".")
     p.add_argument("--sections", default=",".join(SECTIONS))
     p.add_argument("--num-requests", type=int, default=256)
-    p.add_argument("--thru-variants", type=int, default=2, help="how many num_scheduler_steps variants to time")
+    p.add_argument("--thru-variants", default="steps8,steps16,steps1", help="num_scheduler_steps variants to time")
+    p.add_argument("--steps", type=int, default=8, help="num_scheduler_steps for the profile section")
     args = p.parse_args(argv)
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
     for name in args.sections.split(","):

@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/block_pool.html.md"""
 # %% auto #0
 __all__ = ['KVCacheBlock', 'BlockPool', 'hash_block', 'cdiv', 'PrefixCacheStats', 'KVCacheManager']
 
-# %% ../nbs/04a_block_pool.ipynb #1c009b76
+# %% ../nbs/04a_block_pool.ipynb #c908f7f9
 import hashlib
 from array import array
 from collections import OrderedDict
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from fastcore.basics import patch
 
-# %% ../nbs/04a_block_pool.ipynb #dbb00f08
+# %% ../nbs/04a_block_pool.ipynb #42236636
 @dataclass(eq=False)
 class KVCacheBlock:
     "One physical block of the KV-cache pool."
@@ -25,7 +25,7 @@ class KVCacheBlock:
 
     def __repr__(self): return f"Block({self.block_id}, ref={self.ref_cnt}{', cached' if self.block_hash else ''})"
 
-# %% ../nbs/04a_block_pool.ipynb #78a82a73
+# %% ../nbs/04a_block_pool.ipynb #3a73b158
 class BlockPool:
     "A fixed pool of KV-cache blocks: free queue in LRU order, reference counts, and the prefix-cache map."
     def __init__(self, num_blocks: int):
@@ -71,14 +71,14 @@ class BlockPool:
         for b in self.cached.values(): b.block_hash = None
         self.cached.clear()
 
-# %% ../nbs/04a_block_pool.ipynb #63cb1a20
+# %% ../nbs/04a_block_pool.ipynb #3e25e98e
 def hash_block(parent: bytes | None, tokens) -> bytes:
     "Chained hash of one full block: its tokens and the hash of the block before it."
     h = hashlib.blake2b(parent or b"", digest_size=16)
     h.update(array("q", tokens).tobytes())
     return h.digest()
 
-# %% ../nbs/04a_block_pool.ipynb #f341b5e7
+# %% ../nbs/04a_block_pool.ipynb #a2ce9340
 def cdiv(a: int, b: int) -> int: return -(-a // b)
 
 @dataclass
@@ -89,13 +89,14 @@ class PrefixCacheStats:
     @property
     def hit_rate(self) -> float: return self.hits / self.queries if self.queries else 0.0
 
-# %% ../nbs/04a_block_pool.ipynb #e33c22ee
+# %% ../nbs/04a_block_pool.ipynb #c33cad30
 class KVCacheManager:
     "Per-request block tables over a BlockPool, with automatic prefix caching."
     def __init__(self, num_blocks: int, block_size: int = 16, enable_caching: bool = True):
         if block_size < 1: raise ValueError(f"block_size must be >= 1, got {block_size}")
         self.pool, self.block_size, self.enable_caching = BlockPool(num_blocks), block_size, enable_caching
         self.req_blocks: dict[str, list[KVCacheBlock]] = {}   # block table of each request
+        self.req_block_ids: dict[str, list[int]] = {}         # the same, as block ids (read every step)
         self.req_hashes: dict[str, list[bytes]] = {}          # hashes of each request's full blocks so far
         self.num_cached: dict[str, int] = {}                  # how many of its blocks are in the cache map
         self.stats = PrefixCacheStats()
@@ -108,10 +109,10 @@ class KVCacheManager:
     def usage(self) -> float: return 1 - self.pool.num_free / len(self.pool.blocks)
 
     def block_table(self, request_id: str) -> list[int]:
-        "Physical block ids of a request, in logical order."
-        return [b.block_id for b in self.req_blocks.get(request_id, [])]
+        "Physical block ids of a request, in logical order (the manager's own list: read it, do not keep it)."
+        return self.req_block_ids.get(request_id, [])
 
-# %% ../nbs/04a_block_pool.ipynb #34c3dd9d
+# %% ../nbs/04a_block_pool.ipynb #a12a3f5a
 @patch
 def _hashes(self: KVCacheManager, request, num_tokens: int) -> list[bytes]:
     "Hashes of the request's full blocks within its first num_tokens tokens, extending the memo."
@@ -131,7 +132,7 @@ def get_computed_blocks(self: KVCacheManager, request) -> list[KVCacheBlock]:
         hits.append(b)
     return hits
 
-# %% ../nbs/04a_block_pool.ipynb #8416a7cb
+# %% ../nbs/04a_block_pool.ipynb #8d32ecb9
 @patch
 def allocate_slots(self: KVCacheManager, request, num_new_tokens: int, computed_blocks=()) -> list[KVCacheBlock] | None:
     "Blocks for num_new_tokens more tokens after the computed ones (and prefix hits); None, changing nothing, if they do not fit."
@@ -139,21 +140,26 @@ def allocate_slots(self: KVCacheManager, request, num_new_tokens: int, computed_
     blocks = self.req_blocks.get(rid, [])
     total = request.num_computed_tokens + len(computed_blocks) * bs + num_new_tokens
     need = max(cdiv(total, bs) - len(blocks) - len(computed_blocks), 0)
-    reusable_free = sum(b.ref_cnt == 0 for b in computed_blocks)      # hits sitting in the free queue
-    if need > self.pool.num_free - reusable_free: return None
-    if not blocks and self.enable_caching:                             # a request's first allocation: a cache lookup
-        self.stats.queries += len(request.all_token_ids); self.stats.hits += len(computed_blocks) * bs
-    self.pool.touch(computed_blocks)
-    new = self.pool.get_new_blocks(need)
-    self.req_blocks[rid] = blocks = blocks + list(computed_blocks) + new
-    if self.enable_caching:                                            # cache the full blocks this step fills
-        hs = self._hashes(request, min(total, len(request.all_token_ids)))   # future tokens are not known yet
-        for i in range(self.num_cached.get(rid, len(computed_blocks)), len(hs)): self.pool.cache_block(blocks[i], hs[i])
-        self.num_cached[rid] = len(hs)
+    new = []
+    if need or computed_blocks or not blocks:                      # else: a decode step with room left in its last block
+        reusable_free = sum(b.ref_cnt == 0 for b in computed_blocks)      # hits sitting in the free queue
+        if need > self.pool.num_free - reusable_free: return None
+        if not blocks:                                             # a request's first allocation: a cache lookup
+            self.num_cached[rid] = len(computed_blocks)
+            if self.enable_caching: self.stats.queries += len(request.all_token_ids); self.stats.hits += len(computed_blocks) * bs
+        self.pool.touch(computed_blocks)
+        new = self.pool.get_new_blocks(need)
+        self.req_blocks[rid] = blocks = blocks + list(computed_blocks) + new
+        self.req_block_ids[rid] = [b.block_id for b in blocks]
+    full = min(total, len(request.all_token_ids)) // bs             # full blocks whose tokens are known
+    if self.enable_caching and full > self.num_cached[rid]:        # cache the blocks this step fills
+        hs = self._hashes(request, full * bs)
+        for i in range(self.num_cached[rid], full): self.pool.cache_block(blocks[i], hs[i])
+        self.num_cached[rid] = full
     return new
 
 @patch
 def free(self: KVCacheManager, request):
     "Give back all the request's blocks, its last block first."
     self.pool.free_blocks(reversed(self.req_blocks.pop(request.request_id, [])))
-    self.req_hashes.pop(request.request_id, None); self.num_cached.pop(request.request_id, None)
+    for memo in (self.req_block_ids, self.req_hashes, self.num_cached): memo.pop(request.request_id, None)

@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/model_runner.html.md"""
 # %% auto #0
 __all__ = ['StepInputs', 'ModelRunner', 'StepResult', 'advance']
 
-# %% ../nbs/04d_model_runner.ipynb #eff99bfe
+# %% ../nbs/04d_model_runner.ipynb #76a15232
 import math
 from dataclasses import dataclass, replace
 from itertools import accumulate
@@ -20,7 +20,7 @@ from .paged_attention import AttentionMetadata, PagedKVCache, get_attention_back
 from .sampling import SamplingTensors, sample
 from .scheduler import Request, SchedulerOutput, samples
 
-# %% ../nbs/04d_model_runner.ipynb #77d9d2d8
+# %% ../nbs/04d_model_runner.ipynb #5e0c859a
 @dataclass
 class StepInputs:
     "Everything one forward pass needs."
@@ -29,7 +29,7 @@ class StepInputs:
     logits_indices: torch.Tensor   # (S,) rows of the step whose logits are sampled
     sampling: list[Request]        # the S requests that get a token
 
-# %% ../nbs/04d_model_runner.ipynb #54092986
+# %% ../nbs/04d_model_runner.ipynb #cf769f0c
 class ModelRunner:
     "Runs a SchedulerOutput as one forward pass over the paged cache and samples the new tokens."
     def __init__(self, model, cache: PagedKVCache, kv: KVCacheManager, attention_backend: str = "torch"):
@@ -51,7 +51,7 @@ class ModelRunner:
                           torch.tensor([ends[i] - 1 for i in rows], dtype=torch.long, device=self.device),
                           [out.requests[i] for i in rows])
 
-# %% ../nbs/04d_model_runner.ipynb #070376a1
+# %% ../nbs/04d_model_runner.ipynb #41e17a28
 @dataclass
 class StepResult:
     "Tokens sampled in a step (a list per request), and log-probabilities for the requests that asked."
@@ -78,14 +78,14 @@ def _logprobs(logits: torch.Tensor, tokens: torch.Tensor, reqs: list[Request]) -
         out[r.request_id] = d
     return out
 
-# %% ../nbs/04d_model_runner.ipynb #b537c79d
+# %% ../nbs/04d_model_runner.ipynb #19def607
 @patch
 def logits(self: ModelRunner, input_ids: torch.Tensor, meta: AttentionMetadata, rows: torch.Tensor) -> torch.Tensor:
     "One forward pass over a step's tokens; the fp32 logits at `rows`."
     h = self.model(input_ids, meta.positions, self.attn_cls(self.cache, meta))          # (N, C)
     return self.model.compute_logits(h[rows])                                             # (S, V)
 
-# %% ../nbs/04d_model_runner.ipynb #4eaae432
+# %% ../nbs/04d_model_runner.ipynb #d4d99031
 @patch
 @torch.inference_mode()
 def execute(self: ModelRunner, out: SchedulerOutput, num_steps: int = 1) -> StepResult:
@@ -105,7 +105,7 @@ def execute(self: ModelRunner, out: SchedulerOutput, num_steps: int = 1) -> Step
     return StepResult(dict(zip((r.request_id for r in x.sampling), tokens)),
                       _logprobs(raw, steps[0], x.sampling) if raw is not None else {})
 
-# %% ../nbs/04d_model_runner.ipynb #eb91192b
+# %% ../nbs/04d_model_runner.ipynb #9af9795f
 def advance(meta: AttentionMetadata, block_size: int) -> AttentionMetadata:
     "The metadata of the next decode step, with every request one token further."
     pos = meta.positions + 1                                                                 # (B,)

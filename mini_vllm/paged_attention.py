@@ -8,16 +8,17 @@ Docs: https://mini-vllm.github.io/mini_vllm/paged_attention.html.md"""
 __all__ = ['ATTENTION_BACKENDS', 'LAZY_BACKENDS', 'PagedKVCache', 'AttentionMetadata', 'TorchPagedAttention',
            'get_attention_backend']
 
-# %% ../nbs/04c_paged_attention.ipynb #5788ce01
+# %% ../nbs/04c_paged_attention.ipynb #dc134db7
 import importlib
 from dataclasses import dataclass
+from itertools import chain
 
 import torch
 import torch.nn.functional as F
 
 from .loading import ModelConfig
 
-# %% ../nbs/04c_paged_attention.ipynb #0cbc4984
+# %% ../nbs/04c_paged_attention.ipynb #c6befe9e
 @dataclass
 class PagedKVCache:
     "Keys and values of every block of the pool: (layers, num_blocks, block_size, kv_heads, head_dim) each."
@@ -34,7 +35,7 @@ class PagedKVCache:
     @property
     def nbytes(self) -> int: return self.k.nbytes + self.v.nbytes
 
-# %% ../nbs/04c_paged_attention.ipynb #759c039e
+# %% ../nbs/04c_paged_attention.ipynb #98ac255a
 @dataclass
 class AttentionMetadata:
     "Where a step's tokens go and what each request reads; shared by all layers."
@@ -50,8 +51,9 @@ class AttentionMetadata:
     @classmethod
     def build(cls, query_lens: list[int], seq_lens: list[int], block_tables: list[list[int]], block_size: int, device="cpu"):
         "Metadata for requests with these new-token counts, context lengths and block tables."
-        width = max(map(len, block_tables))
-        bt = torch.tensor([t + [0] * (width - len(t)) for t in block_tables], dtype=torch.int32)       # (B, W)
+        lens = torch.tensor([len(t) for t in block_tables])
+        bt = torch.zeros(len(block_tables), int(lens.max()), dtype=torch.int32)                         # (B, W)
+        bt[torch.arange(bt.shape[1]) < lens[:, None]] = torch.tensor(list(chain.from_iterable(block_tables)), dtype=torch.int32)
         ql, sl = torch.tensor(query_lens), torch.tensor(seq_lens)
         qsl = F.pad(ql.cumsum(0), (1, 0))                                                              # (B+1,)
         req = torch.repeat_interleave(torch.arange(len(ql)), ql)                                       # (N,) request of each token
@@ -60,7 +62,7 @@ class AttentionMetadata:
         to = lambda t: t.to(device, non_blocking=True)
         return cls(to(pos), to(slots), to(qsl.int()), to(sl.int()), to(bt), max(query_lens), max(seq_lens), list(query_lens))
 
-# %% ../nbs/04c_paged_attention.ipynb #dc5388c4
+# %% ../nbs/04c_paged_attention.ipynb #6344bc0f
 class _Group:
     "Requests of one step that share a padded shape: indices into the step's tokens, block tables, mask."
     def __init__(self, rows: torch.Tensor, meta: AttentionMetadata, block_size: int):
@@ -79,7 +81,7 @@ class _Group:
         self.mask = (j <= pos[..., None]) & (j < sl[rows][:, None, None])      # (G, T, S')
         self.mask |= ~self.valid[..., None] & (j == 0)                         # padding rows see one key: no NaN
 
-# %% ../nbs/04c_paged_attention.ipynb #dcd2e9e9
+# %% ../nbs/04c_paged_attention.ipynb #bd715bb8
 class TorchPagedAttention:
     "Paged attention in plain PyTorch: one indexed K/V write, then masked SDPA over gathered blocks, per group."
     def __init__(self, cache: PagedKVCache, meta: AttentionMetadata):
@@ -101,7 +103,7 @@ class TorchPagedAttention:
             o[g.out_index] = og.transpose(1, 2)[g.valid]                            # (M, H, D)
         return o
 
-# %% ../nbs/04c_paged_attention.ipynb #f6acbc55
+# %% ../nbs/04c_paged_attention.ipynb #5ac7bd2f
 ATTENTION_BACKENDS = {"torch": TorchPagedAttention}
 LAZY_BACKENDS = {"triton": "mini_vllm.triton_kernels"}     # registered when their module is imported (chapter 04g)
 
