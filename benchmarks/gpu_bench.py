@@ -211,8 +211,9 @@ def sec_thru(args):
     res = {"workload": workload_stats(work)}
     prompts = [p for p, _ in work]
     params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for _, n in work]
-    for label in args.thru_variants.split(","):
-        kw = dict(num_scheduler_steps=int(label.removeprefix("steps")))
+    for label in args.thru_variants.split(","):                     # e.g. steps16 or steps32_b16384
+        kw = {"num_scheduler_steps" if part.startswith("steps") else "max_num_batched_tokens": int(part.lstrip("stepsb"))
+              for part in label.split("_")}
         t0 = time.perf_counter(); llm = _engine(args, **kw); t_init = time.perf_counter() - t0
         llm.generate(prompts[:8], params[:8], use_tqdm=False)                      # warm-up: every kernel compiled
         torch.cuda.synchronize(); t0 = time.perf_counter()
@@ -294,8 +295,8 @@ def main(argv=None):
     p.add_argument("--out", default=".")
     p.add_argument("--sections", default=",".join(SECTIONS))
     p.add_argument("--num-requests", type=int, default=256)
-    p.add_argument("--thru-variants", default="steps8,steps16,steps1", help="num_scheduler_steps variants to time")
-    p.add_argument("--steps", type=int, default=8, help="num_scheduler_steps for the profile section")
+    p.add_argument("--thru-variants", default="steps16,steps32,steps32_b16384,steps1", help="engine variants to time")
+    p.add_argument("--steps", type=int, default=16, help="num_scheduler_steps for the profile section")
     args = p.parse_args(argv)
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
     for name in args.sections.split(","):
