@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/llm.html.md"""
 # %% auto #0
 __all__ = ['CompletionOutput', 'RequestOutput', 'IncrementalDetokenizer', 'LLMEngine', 'LLM']
 
-# %% ../nbs/04e_llm.ipynb #8dbfc96f
+# %% ../nbs/04e_llm.ipynb #2c7d1411
 import itertools, time
 from array import array
 from dataclasses import dataclass, replace
@@ -24,7 +24,7 @@ from .paged_attention import PagedKVCache, get_attention_backend
 from .sampling import SamplingParams, make_generator
 from .scheduler import Request, RequestStatus, Scheduler
 
-# %% ../nbs/04e_llm.ipynb #65983262
+# %% ../nbs/04e_llm.ipynb #302f9e58
 @dataclass
 class CompletionOutput:
     "One generated sequence of a request."
@@ -46,7 +46,7 @@ class RequestOutput:
     finished: bool
     num_cached_tokens: int = 0                        # prompt tokens served from the prefix cache
 
-# %% ../nbs/04e_llm.ipynb #b877247a
+# %% ../nbs/04e_llm.ipynb #d1c32ef5
 class IncrementalDetokenizer:
     "The text of a growing list of output tokens; never splits a multi-byte character."
     def __init__(self, tokenizer, prompt_ids: list[int], context: int = 6):
@@ -67,7 +67,7 @@ class IncrementalDetokenizer:
         self.text += (delta := full[len(prefix):])
         return delta
 
-# %% ../nbs/04e_llm.ipynb #33fc92bb
+# %% ../nbs/04e_llm.ipynb #3e478c35
 class LLMEngine:
     "The paged engine: scheduler, KV-cache manager and model runner, stepped by the caller."
     def __init__(self, model=None, dtype="auto", device="auto", block_size: int = 16, num_kv_blocks: int | None = None,
@@ -88,7 +88,7 @@ class LLMEngine:
         self.device, self.dtype = w.device, w.dtype
         if max_model_len is not None and max_model_len > cfg.max_position_embeddings:
             raise ValueError(f"max_model_len ({max_model_len}) exceeds the model's max_position_embeddings ({cfg.max_position_embeddings})")
-        budget = max_num_batched_tokens or (8192 if self.device.type == "cuda" else 2048)
+        budget = max_num_batched_tokens or (16384 if self.device.type == "cuda" else 2048)
         longest = max_model_len or cfg.max_position_embeddings
         num_kv_blocks = num_kv_blocks or self._auto_num_blocks(block_size, max_num_seqs * cdiv(longest, block_size),
                                                                kv_cache_memory_bytes, gpu_memory_utilization, budget)
@@ -97,7 +97,7 @@ class LLMEngine:
         self.scheduler = Scheduler(self.kv, max_num_seqs, budget, self.max_model_len)
         self.cache = PagedKVCache.allocate(cfg, num_kv_blocks + 1, block_size, self.dtype, self.device)  # + a scratch block
         cuda = self.device.type == "cuda"
-        self.num_scheduler_steps = num_scheduler_steps or (16 if cuda else 1)
+        self.num_scheduler_steps = num_scheduler_steps or (32 if cuda else 1)
         if cuda and attention_backend == "triton" and not enforce_eager:          # CUDA graphs for decode steps (04h)
             from mini_vllm.cuda_graphs import CUDAGraphRunner
             self.runner = CUDAGraphRunner(self.model, self.cache, self.kv, max_num_seqs, self.max_model_len)
@@ -106,7 +106,7 @@ class LLMEngine:
         self.children: dict[str, tuple[_Parent, int]] = {}        # child request id -> (parent, index)
         self.ids = itertools.count()
 
-# %% ../nbs/04e_llm.ipynb #4f835379
+# %% ../nbs/04e_llm.ipynb #583b32d5
 def _check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len, gpu_memory_utilization):
     "Raise a ValueError naming the first engine argument out of range."
     for name, v in (("block_size", block_size), ("max_num_seqs", max_num_seqs), ("num_kv_blocks", num_kv_blocks),
@@ -127,7 +127,7 @@ def _auto_num_blocks(self: LLMEngine, block_size, cap, kv_cache_memory_bytes, gp
     if kv_cache_memory_bytes < per_block: raise ValueError(f"no memory left for the KV cache ({kv_cache_memory_bytes} bytes): lower the model size or raise gpu_memory_utilization")
     return min(kv_cache_memory_bytes // per_block, cap)
 
-# %% ../nbs/04e_llm.ipynb #e50828c3
+# %% ../nbs/04e_llm.ipynb #ce01f632
 @dataclass
 class _Parent:
     "A prompt's n child requests and how to report them."
@@ -155,7 +155,7 @@ def _tokenize(self: LLMEngine, prompt) -> tuple[str | None, list[int]]:
         raise ValueError(f"prompt token id {bad} is outside the vocabulary [0, {V})")
     return None, ids.tolist()
 
-# %% ../nbs/04e_llm.ipynb #3fe944ac
+# %% ../nbs/04e_llm.ipynb #64124030
 @patch
 def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, request_id: str | None = None,
                 stream: bool = False) -> str:
@@ -179,7 +179,7 @@ def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, r
     for i, k in enumerate(kids): self.children[k.request_id] = (parent, i)
     return rid
 
-# %% ../nbs/04e_llm.ipynb #3ff69ccf
+# %% ../nbs/04e_llm.ipynb #f23f4f84
 @patch
 def _check_stop_strings(self: LLMEngine, req: Request, detok: IncrementalDetokenizer, delta: str):
     "End `req` if its new text completes one of its stop strings; cut the text there."
@@ -221,7 +221,7 @@ def step(self: LLMEngine) -> list[RequestOutput]:
         progressed[parent.request_id] = parent
     return [self._output(p) for p in progressed.values() if p.stream or all(r.status.is_finished for r in p.children)]
 
-# %% ../nbs/04e_llm.ipynb #ea158d6b
+# %% ../nbs/04e_llm.ipynb #4e043e67
 @patch
 def _output(self: LLMEngine, p: _Parent) -> RequestOutput:
     "The RequestOutput of a prompt: every child's text and tokens so far."
@@ -245,7 +245,7 @@ def abort_request(self: LLMEngine, request_id: str) -> RequestOutput | None:
 @patch
 def has_unfinished_requests(self: LLMEngine) -> bool: return bool(self.parents)
 
-# %% ../nbs/04e_llm.ipynb #87bc52aa
+# %% ../nbs/04e_llm.ipynb #05dd8377
 @patch
 def stats(self: LLMEngine) -> dict:
     "Counters and gauges: preemptions, prefix-cache hit rate, KV blocks, weight bytes, queue sizes."
@@ -257,7 +257,7 @@ def stats(self: LLMEngine) -> dict:
                 weight_bytes=sum(t.nbytes for t in {p.data_ptr(): p for p in self.model.parameters()}.values()),
                 num_running=len(self.scheduler.running), num_waiting=len(self.scheduler.waiting))
 
-# %% ../nbs/04e_llm.ipynb #cfccd701
+# %% ../nbs/04e_llm.ipynb #b065ec1b
 def _as_prompt_list(prompts) -> list:
     "One prompt or a list of prompts, as a list."
     if isinstance(prompts, (str, dict)): return [prompts]
