@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/llm.html.md"""
 # %% auto #0
 __all__ = ['CompletionOutput', 'RequestOutput', 'IncrementalDetokenizer', 'LLMEngine', 'LLM']
 
-# %% ../nbs/04e_llm.ipynb #2c7d1411
+# %% ../nbs/04e_llm.ipynb #814467ec
 import itertools, time
 from array import array
 from dataclasses import dataclass, replace
@@ -24,7 +24,7 @@ from .paged_attention import PagedKVCache, get_attention_backend
 from .sampling import SamplingParams, make_generator
 from .scheduler import Request, RequestStatus, Scheduler
 
-# %% ../nbs/04e_llm.ipynb #302f9e58
+# %% ../nbs/04e_llm.ipynb #cc8ce243
 @dataclass
 class CompletionOutput:
     "One generated sequence of a request."
@@ -46,7 +46,7 @@ class RequestOutput:
     finished: bool
     num_cached_tokens: int = 0                        # prompt tokens served from the prefix cache
 
-# %% ../nbs/04e_llm.ipynb #d1c32ef5
+# %% ../nbs/04e_llm.ipynb #16fe14b1
 class IncrementalDetokenizer:
     "The text of a growing list of output tokens; never splits a multi-byte character."
     def __init__(self, tokenizer, prompt_ids: list[int], context: int = 6):
@@ -67,20 +67,28 @@ class IncrementalDetokenizer:
         self.text += (delta := full[len(prefix):])
         return delta
 
-# %% ../nbs/04e_llm.ipynb #3e478c35
+# %% ../nbs/04e_llm.ipynb #bdd7f472
 class LLMEngine:
     "The paged engine: scheduler, KV-cache manager and model runner, stepped by the caller."
     def __init__(self, model=None, dtype="auto", device="auto", block_size: int = 16, num_kv_blocks: int | None = None,
                  max_num_seqs: int = 256, max_num_batched_tokens: int | None = None, max_model_len: int | None = None,
                  enable_prefix_caching: bool = True, attention_backend: str = "torch", load_format: str = "auto",
                  seed: int = 0, kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.9,
-                 num_scheduler_steps: int | None = None, enforce_eager: bool = False):
+                 num_scheduler_steps: int | None = None, enforce_eager: bool = False, tensor_parallel_size: int = 1,
+                 tp_timeout_s: float = 60.0):
         _check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len, gpu_memory_utilization)
         if num_scheduler_steps is not None and not (isinstance(num_scheduler_steps, int) and num_scheduler_steps >= 1):
             raise ValueError(f"num_scheduler_steps must be an integer >= 1, got {num_scheduler_steps!r}")
         get_attention_backend(attention_backend)                 # fail on a bad name before loading anything
         torch.manual_seed(seed)                                   # unseeded requests sample from this
-        self.model = load_model(model, dtype=dtype, device=device, load_format=load_format)
+        if not (isinstance(tensor_parallel_size, int) and tensor_parallel_size >= 1):
+            raise ValueError(f"tensor_parallel_size must be an integer >= 1, got {tensor_parallel_size!r}")
+        self.tp = None
+        if tensor_parallel_size > 1:                               # ranks 1..N-1 in processes of their own (chapter 09)
+            from mini_vllm.tensor_parallel import TensorParallelGroup
+            self.tp = TensorParallelGroup(tensor_parallel_size, model, dtype, device, load_format, tp_timeout_s)
+            self.model = self.tp.model
+        else: self.model = load_model(model, dtype=dtype, device=device, load_format=load_format)
         if attention_backend == "triton":                         # the fused-kernel forward that goes with it
             from mini_vllm.triton_kernels import use_triton_kernels
             use_triton_kernels(self.model)
@@ -98,7 +106,10 @@ class LLMEngine:
         self.cache = PagedKVCache.allocate(cfg, num_kv_blocks + 1, block_size, self.dtype, self.device)  # + a scratch block
         cuda = self.device.type == "cuda"
         self.num_scheduler_steps = num_scheduler_steps or (32 if cuda else 1)
-        if cuda and attention_backend == "triton" and not enforce_eager:          # CUDA graphs for decode steps (04h)
+        if self.tp is not None:
+            from mini_vllm.tensor_parallel import TPModelRunner
+            self.runner = TPModelRunner(self.tp, self.cache, self.kv, attention_backend)
+        elif cuda and attention_backend == "triton" and not enforce_eager:        # CUDA graphs for decode steps (04h)
             from mini_vllm.cuda_graphs import CUDAGraphRunner
             self.runner = CUDAGraphRunner(self.model, self.cache, self.kv, max_num_seqs, self.max_model_len)
         else: self.runner = ModelRunner(self.model, self.cache, self.kv, attention_backend)
@@ -106,7 +117,7 @@ class LLMEngine:
         self.children: dict[str, tuple[_Parent, int]] = {}        # child request id -> (parent, index)
         self.ids = itertools.count()
 
-# %% ../nbs/04e_llm.ipynb #583b32d5
+# %% ../nbs/04e_llm.ipynb #589eb77f
 def _check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len, gpu_memory_utilization):
     "Raise a ValueError naming the first engine argument out of range."
     for name, v in (("block_size", block_size), ("max_num_seqs", max_num_seqs), ("num_kv_blocks", num_kv_blocks),
@@ -127,7 +138,7 @@ def _auto_num_blocks(self: LLMEngine, block_size, cap, kv_cache_memory_bytes, gp
     if kv_cache_memory_bytes < per_block: raise ValueError(f"no memory left for the KV cache ({kv_cache_memory_bytes} bytes): lower the model size or raise gpu_memory_utilization")
     return min(kv_cache_memory_bytes // per_block, cap)
 
-# %% ../nbs/04e_llm.ipynb #ce01f632
+# %% ../nbs/04e_llm.ipynb #5aa20bbf
 @dataclass
 class _Parent:
     "A prompt's n child requests and how to report them."
@@ -155,7 +166,7 @@ def _tokenize(self: LLMEngine, prompt) -> tuple[str | None, list[int]]:
         raise ValueError(f"prompt token id {bad} is outside the vocabulary [0, {V})")
     return None, ids.tolist()
 
-# %% ../nbs/04e_llm.ipynb #64124030
+# %% ../nbs/04e_llm.ipynb #b362f9df
 @patch
 def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, request_id: str | None = None,
                 stream: bool = False) -> str:
@@ -179,7 +190,7 @@ def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, r
     for i, k in enumerate(kids): self.children[k.request_id] = (parent, i)
     return rid
 
-# %% ../nbs/04e_llm.ipynb #f23f4f84
+# %% ../nbs/04e_llm.ipynb #b10a6104
 @patch
 def _check_stop_strings(self: LLMEngine, req: Request, detok: IncrementalDetokenizer, delta: str):
     "End `req` if its new text completes one of its stop strings; cut the text there."
@@ -221,7 +232,7 @@ def step(self: LLMEngine) -> list[RequestOutput]:
         progressed[parent.request_id] = parent
     return [self._output(p) for p in progressed.values() if p.stream or all(r.status.is_finished for r in p.children)]
 
-# %% ../nbs/04e_llm.ipynb #4e043e67
+# %% ../nbs/04e_llm.ipynb #5105ebd1
 @patch
 def _output(self: LLMEngine, p: _Parent) -> RequestOutput:
     "The RequestOutput of a prompt: every child's text and tokens so far."
@@ -245,7 +256,12 @@ def abort_request(self: LLMEngine, request_id: str) -> RequestOutput | None:
 @patch
 def has_unfinished_requests(self: LLMEngine) -> bool: return bool(self.parents)
 
-# %% ../nbs/04e_llm.ipynb #05dd8377
+@patch
+def shutdown(self: LLMEngine):
+    "Stop the engine's other processes (tensor parallelism); a no-op otherwise."
+    if self.tp is not None: self.tp.shutdown()
+
+# %% ../nbs/04e_llm.ipynb #bd45f526
 @patch
 def stats(self: LLMEngine) -> dict:
     "Counters and gauges: preemptions, prefix-cache hit rate, KV blocks, weight bytes, queue sizes."
@@ -257,7 +273,7 @@ def stats(self: LLMEngine) -> dict:
                 weight_bytes=sum(t.nbytes for t in {p.data_ptr(): p for p in self.model.parameters()}.values()),
                 num_running=len(self.scheduler.running), num_waiting=len(self.scheduler.waiting))
 
-# %% ../nbs/04e_llm.ipynb #b065ec1b
+# %% ../nbs/04e_llm.ipynb #71c7e604
 def _as_prompt_list(prompts) -> list:
     "One prompt or a list of prompts, as a list."
     if isinstance(prompts, (str, dict)): return [prompts]
@@ -269,6 +285,7 @@ class LLM:
     def __init__(self, model=None, **engine_args): self.llm_engine = LLMEngine(model, **engine_args)
     def get_tokenizer(self): return self.llm_engine.tokenizer
     def stats(self) -> dict: return self.llm_engine.stats()
+    def shutdown(self): self.llm_engine.shutdown()
 
     def generate(self, prompts, sampling_params=None, use_tqdm: bool = True) -> list[RequestOutput]:
         "Generate for every prompt; outputs in prompt order."

@@ -10,7 +10,7 @@ __all__ = ['ROPE_TYPES', 'MODEL_CLASSES', 'DTYPES', 'LOAD_FORMATS', 'CausalAtten
            'GPT2Attention', 'GPT2MLP', 'GPT2Block', 'GPT2Model', 'GPT2LMHeadModel', 'resolve_device', 'resolve_dtype',
            'load_model', 'stacked_shards', 'load_weights', 'init_dummy_weights']
 
-# %% ../nbs/01a_model.ipynb #8e3575a8
+# %% ../nbs/01a_model.ipynb #232dec8f
 import math
 from pathlib import Path
 
@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from .loading import ModelConfig, iter_weights, load_config, resolve_model_path
 
-# %% ../nbs/01a_model.ipynb #27e16d9b
+# %% ../nbs/01a_model.ipynb #fdc75d98
 class CausalAttention:
     "Attention over the given tokens only: each attends to itself and those before it."
     def __call__(self, layer: int, q, k, v):                 # q (B, T, H, D); k, v (B, T, Hkv, D)
@@ -28,7 +28,7 @@ class CausalAttention:
                                            is_causal=True, enable_gqa=True)   # (B, H, T, D)
         return o.transpose(1, 2)                                             # (B, T, H, D)
 
-# %% ../nbs/01a_model.ipynb #1b131945
+# %% ../nbs/01a_model.ipynb #dc225ea2
 class RMSNorm(nn.Module):
     "Scale each vector to unit root-mean-square (computed in fp32), then by a learned weight."
     def __init__(self, dim: int, eps: float):
@@ -39,7 +39,7 @@ class RMSNorm(nn.Module):
         xf = x.float()
         return self.weight * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
 
-# %% ../nbs/01a_model.ipynb #d24b049e
+# %% ../nbs/01a_model.ipynb #a969aa6f
 ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 
 def rope_tables(cfg: ModelConfig) -> tuple[torch.Tensor, torch.Tensor]:
@@ -61,7 +61,7 @@ def apply_rope(x, cos, sin):
     x1, x2 = x.chunk(2, -1)                                  # (..., H, D/2) each
     return x * cos + torch.cat((-x2, x1), -1) * sin
 
-# %% ../nbs/01a_model.ipynb #f5ad905a
+# %% ../nbs/01a_model.ipynb #8275e1dc
 class LlamaAttention(nn.Module):
     "Grouped-query self-attention with rotary positions; the attention itself is delegated."
     def __init__(self, cfg: ModelConfig, layer: int):
@@ -78,7 +78,7 @@ class LlamaAttention(nn.Module):
         o = attn(self.layer, apply_rope(q, cos, sin), apply_rope(k, cos, sin), v)  # (..., H, D)
         return self.o_proj(o.flatten(-2))                         # (..., C)
 
-# %% ../nbs/01a_model.ipynb #9ab43669
+# %% ../nbs/01a_model.ipynb #d3485918
 class LlamaMLP(nn.Module):
     "SwiGLU: down(silu(gate(x)) * up(x)), gate and up as one stacked product."
     def __init__(self, cfg: ModelConfig):
@@ -103,7 +103,7 @@ class LlamaDecoderLayer(nn.Module):
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, attn)
         return x + self.mlp(self.post_attention_layernorm(x))
 
-# %% ../nbs/01a_model.ipynb #54a99b04
+# %% ../nbs/01a_model.ipynb #fcb3f14f
 class LlamaModel(nn.Module):
     "Embedding, decoder layers, final norm; rotary tables kept as buffers."
     def __init__(self, cfg: ModelConfig):
@@ -137,7 +137,7 @@ class LlamaForCausalLM(nn.Module):
     def forward(self, input_ids, positions, attn): return self.model(input_ids, positions, attn)
     def compute_logits(self, hidden): return self.lm_head(hidden).float()   # (..., V) in fp32
 
-# %% ../nbs/01a_model.ipynb #52ff2069
+# %% ../nbs/01a_model.ipynb #7ce15872
 class Conv1D(nn.Module):
     "GPT-2's linear layer: weight stored as (in, out)."
     def __init__(self, n_in: int, n_out: int):
@@ -151,7 +151,7 @@ def gelu_new(x):
     "GPT-2's tanh approximation of GELU."
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
-# %% ../nbs/01a_model.ipynb #cc5db4d5
+# %% ../nbs/01a_model.ipynb #7b4ba9d4
 class GPT2Attention(nn.Module):
     "Multi-head self-attention with a fused qkv projection; the attention itself is delegated."
     def __init__(self, cfg: ModelConfig, layer: int):
@@ -178,7 +178,7 @@ class GPT2Block(nn.Module):
         x = x + self.attn(self.ln_1(x), attn)
         return x + self.mlp(self.ln_2(x))
 
-# %% ../nbs/01a_model.ipynb #2d805a1d
+# %% ../nbs/01a_model.ipynb #b8c894e2
 class GPT2Model(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -205,7 +205,7 @@ class GPT2LMHeadModel(nn.Module):
     def forward(self, input_ids, positions, attn): return self.transformer(input_ids, positions, attn)
     def compute_logits(self, hidden): return self.lm_head(hidden).float()
 
-# %% ../nbs/01a_model.ipynb #ea05f620
+# %% ../nbs/01a_model.ipynb #1d0cd209
 MODEL_CLASSES = {"llama": LlamaForCausalLM, "gpt2": GPT2LMHeadModel}
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float": torch.float32, "bfloat16": torch.bfloat16,
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16, "half": torch.float16}
@@ -227,27 +227,29 @@ def resolve_dtype(dtype, cfg: ModelConfig, device: torch.device) -> torch.dtype:
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32 if cfg.dtype == torch.float16 else cfg.dtype
 
-# %% ../nbs/01a_model.ipynb #33463f69
+# %% ../nbs/01a_model.ipynb #959ad214
 _IGNORED = ("rotary_emb.inv_freq", ".attn.bias", ".attn.masked_bias")   # buffers some checkpoints carry
 
-def load_model(model=None, dtype="auto", device="auto", load_format="auto") -> nn.Module:
+def load_model(model=None, dtype="auto", device="auto", load_format="auto", config: ModelConfig | None = None,
+               prepare=None, shard=None) -> nn.Module:
     "Our module for `model` (a folder, or None for the default), weights loaded, in eval mode."
     if load_format not in LOAD_FORMATS: raise ValueError(f"load_format must be one of {LOAD_FORMATS}, got {load_format!r}")
     path = resolve_model_path(model)
-    cfg = load_config(path)
+    cfg = config or load_config(path)                           # tensor parallelism passes a rank's share (chapter 09)
     device = resolve_device(device); dtype = resolve_dtype(dtype, cfg, device)
     with torch.device("meta"): m = MODEL_CLASSES[cfg.arch](cfg)
+    if prepare is not None: prepare(m)                          # ... and swaps in its parallel layers here
     m = m.to_empty(device=device).to(dtype).eval().requires_grad_(False)
     m.tie_weights()                                             # to_empty gives each module its own tensor
     if cfg.arch == "llama":                                     # computed, not loaded: fill again
         cos, sin = rope_tables(cfg)
         m.model.rope_cos.copy_(cos); m.model.rope_sin.copy_(sin)
     if load_format == "dummy": init_dummy_weights(m)
-    else: load_weights(m, path)
+    else: load_weights(m, path, shard)
     m.path = path
     return m
 
-# %% ../nbs/01a_model.ipynb #f0cdc61b
+# %% ../nbs/01a_model.ipynb #4a7fc0ab
 def stacked_shards(cfg: ModelConfig) -> dict[str, tuple[str, int, int]]:
     "Checkpoint pieces that live inside a stacked matrix: piece -> (stacked name, first row, rows)."
     if cfg.arch != "llama": return {}
@@ -264,8 +266,8 @@ def _checkpoint_names(params: dict, shards: dict) -> dict[str, tuple[str, int | 
         for p, (fused, start, size) in pieces: out[k.replace(f".{fused}.", f".{p}.")] = (k, start, size)
     return out
 
-def load_weights(m: nn.Module, path: Path):
-    "Copy a checkpoint folder's tensors into `m`, failing on missing or mis-shaped ones."
+def load_weights(m: nn.Module, path: Path, shard=None):
+    "Copy a checkpoint folder's tensors into `m` (each through `shard(name, tensor)` if given), failing on missing or mis-shaped ones."
     params = dict(m.named_parameters())                         # a tied lm_head appears once, as the embedding
     prefix = next(iter(params)).split(".")[0] + "."             # "model." or "transformer.": some checkpoints omit it
     expected = _checkpoint_names(params, stacked_shards(m.config))
@@ -276,6 +278,7 @@ def load_weights(m: nn.Module, path: Path):
             if name.endswith(_IGNORED) or (name.endswith("lm_head.weight") and m.config.tie_word_embeddings): continue
             raise ValueError(f"checkpoint {path} has a tensor {name!r} that a {m.config.arch} model does not have")
         key, start, rows = expected[name]
+        if shard is not None: t = shard(name, t)                # tensor parallelism: this rank's slice (chapter 09)
         dest = params[key] if start is None else params[key].narrow(0, start, rows)
         if tuple(t.shape) != tuple(dest.shape):
             raise ValueError(f"{name} in {path} has shape {tuple(t.shape)}, expected {tuple(dest.shape)}")
