@@ -13,10 +13,11 @@ end) unless --url names a running one. Writes load_test_<label>.json and .png in
 
   CPU, the default model:   python benchmarks/load_test.py --label cpu --out benchmarks/results -- --dtype bfloat16
   GPU, TinyLlama's shape:   python benchmarks/load_test.py --tinyllama --prompt-mode ids --label h200 \\
-                                --concurrency 1,2,4,8,16,32,64,128,256 --out $OUT -- --attention-backend triton
+                                --concurrency 1,2,4,8,16,32,64,128,256 --input-len 512 --output-len 256 \\
+                                --max-seconds-per-level 15 --warmup 256 --out $OUT -- --dtype bfloat16 --attention-backend triton
 Arguments after `--` go to `mini-vllm serve`.
 """
-import argparse, asyncio, json, os, platform, random, signal, socket, subprocess, sys, tempfile, time
+import argparse, asyncio, json, os, platform, random, shutil, signal, socket, subprocess, sys, tempfile, time
 from pathlib import Path
 
 import httpx
@@ -263,6 +264,7 @@ def main(argv=None):
         print(f"wrote {out / f'load_test_{a.label}.json'} and .png ({time.monotonic() - t0:.1f} s of load)")
     finally:
         if proc is not None: stop_server(proc)
+        if tmp is not None: shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
