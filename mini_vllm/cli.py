@@ -8,14 +8,14 @@ Docs: https://mini-vllm.github.io/mini_vllm/cli.html.md"""
 __all__ = ['EXAMPLES', 'SERVE_EXAMPLES', 'ENGINE_ARGS', 'build_parser', 'read_prompts', 'encode', 'generate_cmd',
            'add_serve_parser', 'build_server', 'serve_cmd', 'main']
 
-# %% ../nbs/08_cli.ipynb #f5ffbe8d
+# %% ../nbs/08_cli.ipynb #f8143706
 import argparse, json, os, sys
 
 from .llm import LLM, LLMEngine
 from .loading import DEFAULT_MODEL, DEFAULT_MODEL_ALIASES, load_config, load_tokenizer, resolve_model_path
 from .sampling import SamplingParams
 
-# %% ../nbs/08_cli.ipynb #13992c80
+# %% ../nbs/08_cli.ipynb #e1312de0
 EXAMPLES = """examples:
   mini-vllm generate "Once upon a time" --max-tokens 40
   mini-vllm generate "The capital of France is" "2 + 2 =" --temperature 0.8 --seed 1
@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_parser(sub)
     return p
 
-# %% ../nbs/08_cli.ipynb #1ebc973d
+# %% ../nbs/08_cli.ipynb #4d8602cb
 def read_prompts(args) -> list[str]:
     "Prompts from the command line and from --prompts-file (one per line, blank lines skipped)."
     prompts = list(args.prompts)
@@ -73,7 +73,7 @@ def encode(tok, text: str, chat: bool) -> list[int]:
         return tok(text, add_special_tokens=False)["input_ids"]
     return tok(text)["input_ids"]
 
-# %% ../nbs/08_cli.ipynb #970852c8
+# %% ../nbs/08_cli.ipynb #79b4a508
 def generate_cmd(args, out=None):
     "Run `mini-vllm generate`, printing to `out` (default: stdout)."
     out = out or sys.stdout
@@ -94,7 +94,7 @@ def generate_cmd(args, out=None):
         elif args.chat: print(("\n" if i else "") + f">>> {t}\n{text}", file=out)
         else: print(("\n" if i else "") + (t + text if tok else text), file=out)
 
-# %% ../nbs/08_cli.ipynb #d9080753
+# %% ../nbs/08_cli.ipynb #004cec64
 SERVE_EXAMPLES = """examples:
   mini-vllm serve                                   # SmolLM2 on http://127.0.0.1:8000/v1
   MINI_VLLM_API_KEY=sk-local mini-vllm serve --max-waiting 64
@@ -108,9 +108,10 @@ ENGINE_ARGS = [  # (flag, type, help): passed to LLMEngine when given
     ("--kv-cache-memory-bytes", int, "memory for the KV cache on a CPU"), ("--gpu-memory-utilization", float, "fraction of GPU memory to use"),
     ("--max-num-seqs", int, "requests in the running batch at most"), ("--max-num-batched-tokens", int, "tokens per step at most"),
     ("--max-model-len", int, "context length (prompt + output) at most"), ("--attention-backend", str, "torch or triton"),
-    ("--num-scheduler-steps", int, "decode steps per engine step (GPU default: 16)"), ("--seed", int, "seed of unseeded sampling")]
+    ("--num-scheduler-steps", int, "decode steps per engine step (GPU default: 32)"), ("--seed", int, "seed of unseeded sampling"),
+    ("--tensor-parallel-size", int, "processes (GPUs) the model is split over, Megatron-style (default: 1)")]
 
-# %% ../nbs/08_cli.ipynb #e886d3ad
+# %% ../nbs/08_cli.ipynb #ed6dcc51
 def add_serve_parser(sub):
     "The `serve` sub-command's arguments."
     s = sub.add_parser("serve", help="run the OpenAI-compatible HTTP server", epilog=SERVE_EXAMPLES,
@@ -128,7 +129,7 @@ def add_serve_parser(sub):
     s.add_argument("--no-enable-prefix-caching", dest="enable_prefix_caching", action="store_false", help="turn prefix caching off")
     s.add_argument("--enforce-eager", action="store_true", default=None, help="no CUDA graphs")
 
-# %% ../nbs/08_cli.ipynb #6b645fd1
+# %% ../nbs/08_cli.ipynb #e4245e04
 def build_server(args):
     "The FastAPI app `mini-vllm serve` runs for these arguments."
     from mini_vllm.server import build_app
@@ -148,9 +149,10 @@ def serve_cmd(args):
     if args.host not in ("127.0.0.1", "localhost", "::1") and not app.state.api_key:
         print(f"mini-vllm: warning: listening on {args.host} with no API key: anyone who can reach it can use it", file=sys.stderr)
     print(f"mini-vllm: serving {app.state.serving.model_name} at http://{args.host}:{args.port or '<a free port>'}/v1", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5)
+    try: uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5)
+    finally: app.state.serving.engine.shutdown()                        # tensor-parallel ranks, if any
 
-# %% ../nbs/08_cli.ipynb #89dd598c
+# %% ../nbs/08_cli.ipynb #fce22b77
 def main(argv=None):
     "Entry point of the `mini-vllm` command."
     args = build_parser().parse_args(argv)

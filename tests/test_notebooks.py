@@ -8,6 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
+
+# Triton's CPU interpreter must be chosen before anything imports Triton (transformers' from_pretrained does).
+if not torch.cuda.is_available(): os.environ.setdefault("TRITON_INTERPRET", "1")
 from nbdev.config import get_config
 from nbdev.test import test_nb as run_notebook
 
