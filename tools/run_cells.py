@@ -5,7 +5,7 @@
 Cells flagged with a test flag (`#| gpu`, `#| slow`, `#| notest`) run only when named in --flags. Each notebook's
 cells are written to one .py file next to it and run from the nbs/ folder (Triton needs its kernels in a file).
 """
-import argparse, json, subprocess, sys, tempfile
+import argparse, json, os, subprocess, sys, tempfile
 from pathlib import Path
 
 FLAGS = ("gpu", "slow", "notest")
@@ -31,7 +31,8 @@ if __name__ == "__main__":
     for nb in map(Path, a.notebooks):
         with tempfile.NamedTemporaryFile("w", prefix="_run_", suffix=f"_{nb.stem}.py", dir=nb.parent, delete=False) as f: f.write(script(nb, flags))
         print(f"=== {nb.name}", flush=True)
-        r = subprocess.run([sys.executable, Path(f.name).name], cwd=nb.parent)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(nb.resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
+        r = subprocess.run([sys.executable, Path(f.name).name], cwd=nb.parent, env=env)   # the repo root is importable
         Path(f.name).unlink()
         if r.returncode: failed.append(nb.name)
     print("failed:" if failed else "all passed", *failed)
