@@ -8,7 +8,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/paged_attention.html.md"""
 __all__ = ['ATTENTION_BACKENDS', 'LAZY_BACKENDS', 'PagedKVCache', 'AttentionMetadata', 'TorchPagedAttention',
            'get_attention_backend']
 
-# %% ../nbs/04c_paged_attention.ipynb #dc134db7
+# %% ../nbs/04c_paged_attention.ipynb #46671b8a
 import importlib
 from dataclasses import dataclass
 from itertools import chain
@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from .loading import ModelConfig
 
-# %% ../nbs/04c_paged_attention.ipynb #c6befe9e
+# %% ../nbs/04c_paged_attention.ipynb #d2379932
 @dataclass
 class PagedKVCache:
     "Keys and values of every block of the pool: (layers, num_blocks, block_size, kv_heads, head_dim) each."
@@ -35,7 +35,7 @@ class PagedKVCache:
     @property
     def nbytes(self) -> int: return self.k.nbytes + self.v.nbytes
 
-# %% ../nbs/04c_paged_attention.ipynb #98ac255a
+# %% ../nbs/04c_paged_attention.ipynb #291c3bb4
 @dataclass
 class AttentionMetadata:
     "Where a step's tokens go and what each request reads; shared by all layers."
@@ -62,7 +62,7 @@ class AttentionMetadata:
         to = lambda t: t.to(device, non_blocking=True)
         return cls(to(pos), to(slots), to(qsl.int()), to(sl.int()), to(bt), max(query_lens), max(seq_lens), list(query_lens))
 
-# %% ../nbs/04c_paged_attention.ipynb #6344bc0f
+# %% ../nbs/04c_paged_attention.ipynb #88802bb0
 class _Group:
     "Requests of one step that share a padded shape: indices into the step's tokens, block tables, mask."
     def __init__(self, rows: torch.Tensor, meta: AttentionMetadata, block_size: int):
@@ -81,7 +81,7 @@ class _Group:
         self.mask = (j <= pos[..., None]) & (j < sl[rows][:, None, None])      # (G, T, S')
         self.mask |= ~self.valid[..., None] & (j == 0)                         # padding rows see one key: no NaN
 
-# %% ../nbs/04c_paged_attention.ipynb #bd715bb8
+# %% ../nbs/04c_paged_attention.ipynb #4090dbe8
 class TorchPagedAttention:
     "Paged attention in plain PyTorch: one indexed K/V write, then masked SDPA over gathered blocks, per group."
     def __init__(self, cache: PagedKVCache, meta: AttentionMetadata):
@@ -103,7 +103,7 @@ class TorchPagedAttention:
             o[g.out_index] = og.transpose(1, 2)[g.valid]                            # (M, H, D)
         return o
 
-# %% ../nbs/04c_paged_attention.ipynb #5ac7bd2f
+# %% ../nbs/04c_paged_attention.ipynb #b18da9b3
 ATTENTION_BACKENDS = {"torch": TorchPagedAttention}
 LAZY_BACKENDS = {"triton": "mini_vllm.triton_kernels"}     # registered when their module is imported (chapter 04g)
 
