@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/llm.html.md"""
 # %% auto #0
 __all__ = ['CompletionOutput', 'RequestOutput', 'IncrementalDetokenizer', 'LLMEngine', 'LLM']
 
-# %% ../nbs/04e_llm.ipynb #814467ec
+# %% ../nbs/04e_llm.ipynb #658d0e2c
 import itertools, time
 from array import array
 from dataclasses import dataclass, replace
@@ -24,7 +24,7 @@ from .paged_attention import PagedKVCache, get_attention_backend
 from .sampling import SamplingParams, make_generator
 from .scheduler import Request, RequestStatus, Scheduler
 
-# %% ../nbs/04e_llm.ipynb #cc8ce243
+# %% ../nbs/04e_llm.ipynb #690d709b
 @dataclass
 class CompletionOutput:
     "One generated sequence of a request."
@@ -46,7 +46,7 @@ class RequestOutput:
     finished: bool
     num_cached_tokens: int = 0                        # prompt tokens served from the prefix cache
 
-# %% ../nbs/04e_llm.ipynb #16fe14b1
+# %% ../nbs/04e_llm.ipynb #333f7ca6
 class IncrementalDetokenizer:
     "The text of a growing list of output tokens; never splits a multi-byte character."
     def __init__(self, tokenizer, prompt_ids: list[int], context: int = 6):
@@ -67,7 +67,7 @@ class IncrementalDetokenizer:
         self.text += (delta := full[len(prefix):])
         return delta
 
-# %% ../nbs/04e_llm.ipynb #bdd7f472
+# %% ../nbs/04e_llm.ipynb #a3e8fa36
 class LLMEngine:
     "The paged engine: scheduler, KV-cache manager and model runner, stepped by the caller."
     def __init__(self, model=None, dtype="auto", device="auto", block_size: int = 16, num_kv_blocks: int | None = None,
@@ -113,11 +113,12 @@ class LLMEngine:
             from mini_vllm.cuda_graphs import CUDAGraphRunner
             self.runner = CUDAGraphRunner(self.model, self.cache, self.kv, max_num_seqs, self.max_model_len)
         else: self.runner = ModelRunner(self.model, self.cache, self.kv, attention_backend)
+        self.weight_bytes = sum(p.nbytes for p in self.model.parameters())   # a tied matrix counts once
         self.parents: dict[str, _Parent] = {}                     # request id -> its prompt's children
         self.children: dict[str, tuple[_Parent, int]] = {}        # child request id -> (parent, index)
         self.ids = itertools.count()
 
-# %% ../nbs/04e_llm.ipynb #589eb77f
+# %% ../nbs/04e_llm.ipynb #75f925f4
 def _check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len, gpu_memory_utilization):
     "Raise a ValueError naming the first engine argument out of range."
     for name, v in (("block_size", block_size), ("max_num_seqs", max_num_seqs), ("num_kv_blocks", num_kv_blocks),
@@ -138,7 +139,7 @@ def _auto_num_blocks(self: LLMEngine, block_size, cap, kv_cache_memory_bytes, gp
     if kv_cache_memory_bytes < per_block: raise ValueError(f"no memory left for the KV cache ({kv_cache_memory_bytes} bytes): lower the model size or raise gpu_memory_utilization")
     return min(kv_cache_memory_bytes // per_block, cap)
 
-# %% ../nbs/04e_llm.ipynb #5aa20bbf
+# %% ../nbs/04e_llm.ipynb #263478c1
 @dataclass
 class _Parent:
     "A prompt's n child requests and how to report them."
@@ -166,7 +167,7 @@ def _tokenize(self: LLMEngine, prompt) -> tuple[str | None, list[int]]:
         raise ValueError(f"prompt token id {bad} is outside the vocabulary [0, {V})")
     return None, ids.tolist()
 
-# %% ../nbs/04e_llm.ipynb #b362f9df
+# %% ../nbs/04e_llm.ipynb #b2eb7883
 @patch
 def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, request_id: str | None = None,
                 stream: bool = False) -> str:
@@ -190,7 +191,7 @@ def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, r
     for i, k in enumerate(kids): self.children[k.request_id] = (parent, i)
     return rid
 
-# %% ../nbs/04e_llm.ipynb #b10a6104
+# %% ../nbs/04e_llm.ipynb #6487ed0f
 @patch
 def _check_stop_strings(self: LLMEngine, req: Request, detok: IncrementalDetokenizer, delta: str):
     "End `req` if its new text completes one of its stop strings; cut the text there."
@@ -232,7 +233,7 @@ def step(self: LLMEngine) -> list[RequestOutput]:
         progressed[parent.request_id] = parent
     return [self._output(p) for p in progressed.values() if p.stream or all(r.status.is_finished for r in p.children)]
 
-# %% ../nbs/04e_llm.ipynb #5105ebd1
+# %% ../nbs/04e_llm.ipynb #0b810872
 @patch
 def _output(self: LLMEngine, p: _Parent) -> RequestOutput:
     "The RequestOutput of a prompt: every child's text and tokens so far."
@@ -261,7 +262,7 @@ def shutdown(self: LLMEngine):
     "Stop the engine's other processes (tensor parallelism); a no-op otherwise."
     if self.tp is not None: self.tp.shutdown()
 
-# %% ../nbs/04e_llm.ipynb #bd45f526
+# %% ../nbs/04e_llm.ipynb #6d4dc87d
 @patch
 def stats(self: LLMEngine) -> dict:
     "Counters and gauges: preemptions, prefix-cache hit rate, KV blocks, weight bytes, queue sizes."
@@ -270,10 +271,10 @@ def stats(self: LLMEngine) -> dict:
                 prefix_cache_hits=s.hits, prefix_cache_hit_rate=s.hit_rate,
                 kv_blocks_total=self.kv.num_blocks, kv_blocks_free=self.kv.num_free_blocks, kv_cache_usage=self.kv.usage,
                 kv_cache_bytes=self.cache.nbytes, block_size=self.kv.block_size, max_model_len=self.max_model_len,
-                weight_bytes=sum(t.nbytes for t in {p.data_ptr(): p for p in self.model.parameters()}.values()),
+                weight_bytes=self.weight_bytes,
                 num_running=len(self.scheduler.running), num_waiting=len(self.scheduler.waiting))
 
-# %% ../nbs/04e_llm.ipynb #71c7e604
+# %% ../nbs/04e_llm.ipynb #5c500d5a
 def _as_prompt_list(prompts) -> list:
     "One prompt or a list of prompts, as a list."
     if isinstance(prompts, (str, dict)): return [prompts]

@@ -8,7 +8,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/tensor_parallel.html.md"""
 __all__ = ['shard_config', 'RowParallelLinear', 'VocabParallelEmbedding', 'ParallelLMHead', 'parallelize', 'tp_shard',
            'load_shard', 'TensorParallelGroup', 'TPModelRunner']
 
-# %% ../nbs/09_tensor_parallel.ipynb #2dfbd180
+# %% ../nbs/09_tensor_parallel.ipynb #4649dc98
 import os, queue, socket, traceback
 from dataclasses import replace
 from datetime import timedelta
@@ -26,7 +26,7 @@ from .model import load_model
 from .model_runner import ModelRunner
 from .paged_attention import PagedKVCache
 
-# %% ../nbs/09_tensor_parallel.ipynb #1cb6ac7f
+# %% ../nbs/09_tensor_parallel.ipynb #d0982867
 def shard_config(cfg: ModelConfig, world: int) -> ModelConfig:
     "The architecture one of `world` tensor-parallel ranks holds."
     if cfg.arch != "llama": raise ValueError(f"tensor parallelism supports Llama-family models, not {cfg.arch!r}")
@@ -37,7 +37,7 @@ def shard_config(cfg: ModelConfig, world: int) -> ModelConfig:
     return replace(cfg, num_heads=cfg.num_heads // world, num_kv_heads=cfg.num_kv_heads // world,
                    intermediate_size=cfg.intermediate_size // world)
 
-# %% ../nbs/09_tensor_parallel.ipynb #f26f0eb4
+# %% ../nbs/09_tensor_parallel.ipynb #96701e6c
 class RowParallelLinear(nn.Linear):
     "A linear layer whose input features are split across ranks: partial products, summed by all-reduce."
     def forward(self, x):
@@ -62,7 +62,7 @@ class ParallelLMHead(nn.Linear):
         dist.all_gather(parts, y)
         return torch.cat(parts, -1)[..., :self.vocab_size]                     # (..., V)
 
-# %% ../nbs/09_tensor_parallel.ipynb #8fc9215d
+# %% ../nbs/09_tensor_parallel.ipynb #ddb7da49
 def parallelize(m, cfg: ModelConfig, rank: int, world: int):
     "Swap a sharded Llama's layers for their tensor-parallel versions (on the meta device)."
     per_rank = cdiv(cfg.vocab_size, world)
@@ -92,7 +92,7 @@ def load_shard(model, rank: int, world: int, dtype="auto", device="auto", load_f
     return load_model(path, dtype, device, load_format, config=shard_config(full, world),
                       prepare=lambda m: parallelize(m, full, rank, world), shard=tp_shard(full, rank, world))
 
-# %% ../nbs/09_tensor_parallel.ipynb #12f17437
+# %% ../nbs/09_tensor_parallel.ipynb #df168657
 def _worker(rank, world, port, backend, timeout_s, model, dtype, load_format, status):
     try:
         if backend == "gloo": torch.set_num_threads(1)                       # ranks share the CPU's cores
@@ -117,7 +117,7 @@ def _to(meta, device):
     "AttentionMetadata with its tensors on `device`."
     return replace(meta, **{k: v.to(device) for k, v in vars(meta).items() if torch.is_tensor(v)})
 
-# %% ../nbs/09_tensor_parallel.ipynb #b25c9487
+# %% ../nbs/09_tensor_parallel.ipynb #183a1b6a
 def _free_port() -> int:
     with socket.socket() as s: s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
 
@@ -142,7 +142,7 @@ class TensorParallelGroup:
         self.model = load_shard(model, 0, world, dtype, "cuda:0" if cuda else "cpu", load_format)
         for _ in self.procs: self._expect("ready")
 
-# %% ../nbs/09_tensor_parallel.ipynb #4e6b3999
+# %% ../nbs/09_tensor_parallel.ipynb #603690f2
 @patch
 def _expect(self: TensorParallelGroup, what: str):
     "Wait for a worker's status message; raise with its traceback if it failed."
@@ -182,7 +182,7 @@ def shutdown(self: TensorParallelGroup):
     torch.set_num_threads(self.threads)
 
 
-# %% ../nbs/09_tensor_parallel.ipynb #72d89ce1
+# %% ../nbs/09_tensor_parallel.ipynb #aaf8518d
 class TPModelRunner(ModelRunner):
     "A ModelRunner for rank 0 of a tensor-parallel group."
     def __init__(self, group: TensorParallelGroup, cache, kv, attention_backend="torch"):
@@ -191,8 +191,7 @@ class TPModelRunner(ModelRunner):
         group.broadcast((cache.k.shape[1], cache.k.shape[2], attention_backend))   # the workers allocate the same pool
 
     def logits(self, input_ids, meta, rows):
-        cpu = lambda x: x.cpu() if torch.is_tensor(x) else x
-        self.group.broadcast((cpu(input_ids), replace(meta, **{k: v.cpu() for k, v in vars(meta).items() if torch.is_tensor(v)}), cpu(rows)))
+        self.group.broadcast((input_ids.cpu(), _to(meta, "cpu"), rows.cpu()))
         try: return super().logits(input_ids, meta, rows)
         except RuntimeError as e:
             if "gloo" in str(e).lower() or "nccl" in str(e).lower() or "timed out" in str(e).lower():
