@@ -4,6 +4,7 @@ Sections (all by default; `--sections a,b` for some):
   env      GPU, versions, commit, command
   copy     device-to-device copy bandwidth (the ceiling for memory-bound kernels)
   kernels  every Triton kernel against its PyTorch reference at full TinyLlama shapes, bf16
+  gemv     the small-batch GEMV kernels (04i) against cuBLAS: a tiling sweep, fused variants, errors
   attnbw   paged decode attention bandwidth: 256 requests x 1k context, against the copy bandwidth
   correct  greedy outputs against transformers: a tiny Llama (fp32) and TinyLlama-shape random weights (bf16, ties reported)
   thru     the public workload (256 requests, prompt/output lengths U[100, 1024], seed 0, EOS ignored), dummy bf16 weights
@@ -154,6 +155,103 @@ def sec_attnbw(args):
     return res
 
 
+def graph_us(calls) -> float:
+    "Microseconds per call when the calls are recorded into one CUDA graph and replayed: the cost inside a decode graph."
+    for c in calls: c()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for c in calls: c()
+    return bench_ms(g.replay, warmup=2, reps=10) * 1e3 / len(calls)
+
+
+GEMV_SHAPES = {"qkv": (2560, 2048), "o": (2048, 2048), "gate_up": (11264, 2048), "down": (2048, 5632), "lm_head": (32000, 2048)}
+
+
+def sec_gemv(args):
+    """Small-batch GEMV (04i) against cuBLAS at TinyLlama's shapes, bf16, inside CUDA graphs, each call on its own
+    copy of the weights (so that they stream from HBM, not from the 60 MB L2): a tiling sweep, the fused variants,
+    and their errors against the unfused path."""
+    from mini_vllm import small_batch as sb
+    from mini_vllm import triton_kernels as tk
+    dt, dev, res = torch.bfloat16, "cuda", {}
+    def configs(M):
+        "Tilings to try for M rows: the fp32 products (M x BLOCK_N x BLOCK_K) at most 64 registers a thread."
+        return [dict(block_n=bn, block_k=bk, num_warps=nw, num_stages=ns) for bn in (4, 8, 16, 32)
+                for bk in (64, 128, 256, 512, 1024, 2048) for nw in (4, 8) for ns in ((1, 3) if M == 1 else (3,))
+                if 512 <= M * bn * bk <= 2048 * nw and (M in (1, 8) or bn <= 8)]
+    for M in ((1, 2, 4, 8) if args.gemv_sweep else (1, 2)):
+        res[M] = {}
+        for name, (N, K) in GEMV_SHAPES.items():
+            copies = max(8, min(48, (400 << 20) // (N * K * 2)))
+            ws = [torch.randn(N, K, dtype=dt, device=dev) * 0.02 for _ in range(copies)]
+            x, y = torch.randn(M, K, dtype=dt, device=dev), torch.empty(M, N, dtype=dt, device=dev)
+            nbytes = N * K * 2
+            r = dict(cublas_us=graph_us([lambda w=w: torch.mm(x, w.t(), out=y) for w in ws]))
+            pdl = tk.PDL
+            for on in (False, True) if pdl else (False,):                  # PDL: one kernel overlapping the next
+                tk.PDL = on
+                r["pdl" if on else "no_pdl"] = us = graph_us([lambda w=w: sb.gemv(x, w, out=y) for w in ws])
+                r["tb_per_s_pdl" if on else "tb_per_s"] = nbytes / us / 1e6
+            tk.PDL = pdl
+            r["cublas_tb_per_s"] = nbytes / r["cublas_us"] / 1e6
+            if args.gemv_sweep:
+                sweep = []
+                for c in configs(M):
+                    try: us = graph_us([lambda w=w: sb.gemv(x, w, out=y, **c) for w in ws])
+                    except Exception as e: print("  config failed", M, name, c, repr(e)[:160]); continue
+                    sweep.append(dict(c, us=us))
+                r.update(best=min(sweep, key=lambda c: c["us"]), sweep=sweep)
+            res[M][name] = r
+            print(f"  M={M} {name:8s} " + " ".join(f"{k} {v:.2f}" for k, v in r.items() if not isinstance(v, (list, dict))), flush=True)
+            del ws
+    # the fused variants at M=1 and 4, default tiling, against the unfused kernels
+    H, HKV, D, C, I = 32, 4, 64, 2048, 5632
+    cos, sin = (t.to(dev) for t in __import__("mini_vllm.model", fromlist=["x"]).rope_tables(
+        __import__("mini_vllm.loading", fromlist=["x"]).ModelConfig("llama", 10, C, 1, H, HKV, D, 8, 2048, 1e-5)))
+    fused = {}
+    for M in (1, 2):
+        mk = lambda *s: torch.randn(*s, dtype=dt, device=dev)
+        h, nw, wqkv, wo, wgu, wd = mk(M, C), mk(C), mk((H + 2 * HKV) * D, C) * 0.02, mk(C, C) * 0.02, mk(2 * I, C) * 0.02, mk(C, I) * 0.02
+        pos, slots = torch.randint(0, 2048, (M,), device=dev), torch.randperm(1024, device=dev)[:M]
+        kc, vc = torch.zeros(64, 16, HKV, D, dtype=dt, device=dev), torch.zeros(64, 16, HKV, D, dtype=dt, device=dev)
+        kc2, vc2 = kc.clone(), vc.clone()
+        ref = tk.rms_norm(h, nw, 1e-5) @ wqkv.T
+        tk.rope_and_write_kv(ref, cos[pos], sin[pos], slots, kc2, vc2, H, HKV, D)
+        got = sb.qkv_rope_write(h, nw, 1e-5, wqkv, None, cos, sin, pos, slots, kc, vc, H, HKV, D)
+        e = dict(qkv_rope=max(rel_err(got, ref), rel_err(kc, kc2), rel_err(vc, vc2)))
+        o = mk(M, C); r1 = h.clone(); sb.gemv(o, wo, residual=r1, out=r1); e["o_residual"] = rel_err(r1, h + o @ wo.T)
+        e["gate_up_norm_silu"] = rel_err(sb.gemv(h, wgu, norm_weight=nw, eps=1e-5, silu_out=True),
+                                         tk.silu_and_mul(tk.rms_norm(h, nw, 1e-5) @ wgu.T))
+        a = mk(M, I); r2 = h.clone(); sb.gemv(a, wd, residual=r2, out=r2)
+        e["down_residual"] = rel_err(r2, h + a @ wd.T)
+        n_cp = 16
+        wq_s = [wqkv.clone() for _ in range(n_cp)]
+        t = dict(qkv_rope_us=graph_us([lambda w=w: sb.qkv_rope_write(h, nw, 1e-5, w, None, cos, sin, pos, slots, kc, vc, H, HKV, D) for w in wq_s]),
+                 unfused_qkv_us=graph_us([lambda w=w: tk.rope_and_write_kv(tk.rms_norm(h, nw, 1e-5) @ w.T, cos[pos], sin[pos], slots, kc2, vc2, H, HKV, D) for w in wq_s]))
+        del wq_s
+        wg_s = [wgu.clone() for _ in range(6)]
+        t.update(gate_up_fused_us=graph_us([lambda w=w: sb.gemv(h, w, norm_weight=nw, eps=1e-5, silu_out=True) for w in wg_s]),
+                 unfused_gate_up_us=graph_us([lambda w=w: tk.silu_and_mul(tk.rms_norm(h, nw, 1e-5) @ w.T) for w in wg_s]))
+        del wg_s
+        fused[M] = dict(rel_err=e, **t)
+        print(f"  fused M={M}: {fused[M]}", flush=True)
+    res["fused"] = fused
+    # decode attention of one request (the batch-1 graph sizes it for max_model_len 2048): partition size
+    attn = {}
+    for ctx in (400, 2000):
+        cache, meta, q, k, v, seq, ql = _random_step(1, ctx, ctx, lambda i: 1)
+        o, reqs = torch.empty_like(q), torch.zeros(1, dtype=torch.int32, device=dev)
+        for part in (64, 128, 256, 512, None):
+            call = lambda part=part: tk.paged_decode_attention(o, q, cache.k[0], cache.v[0], meta.block_tables, meta.seq_lens,
+                                                               meta.query_start_loc, reqs, 0.125, 2048, partition=part)
+            attn[f"ctx{ctx}_part{part or 'auto'}_us"] = graph_us([call] * 22)
+    res["attention_batch1"] = attn
+    print(f"  attention, batch 1: {attn}", flush=True)
+    res["ok"] = all(v < 2e-2 for f in fused.values() for v in f["rel_err"].values())
+    return res
+
+
 def _tie_report(ref_model, prompt, ours, theirs):
     "First divergence of two greedy continuations, and transformers' top-2 logit gap there."
     i = next((j for j, (a, b) in enumerate(zip(ours, theirs)) if a != b), None)
@@ -176,11 +274,14 @@ def sec_correct(args):
     folder = save_tiny_model(tmp / "tiny", "llama")
     ref = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to("cuda").eval()
     prompts = [torch.randint(3, 512, (int(n),), generator=g).tolist() for n in torch.randint(2, 60, (12,), generator=g)]
-    llm = LLM(folder, dtype="float32", attention_backend="triton", max_model_len=256, max_num_seqs=16)
-    outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=40, ignore_eos=True), use_tqdm=False)
-    same = [o.outputs[0].token_ids == hf_greedy(ref, p, 40) for p, o in zip(prompts, outs)]
-    res["tiny_llama_fp32"] = dict(prompts=len(prompts), tokens=40, identical=sum(same))
-    del llm, ref; torch.cuda.empty_cache()
+    for label, max_num_seqs in (("tiny_llama_fp32", 16), ("tiny_llama_fp32_small_batches", 3)):   # buckets 16 / 1, 2, 4
+        llm = LLM(folder, dtype="float32", attention_backend="triton", max_model_len=256, max_num_seqs=max_num_seqs)
+        outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=40, ignore_eos=True), use_tqdm=False)
+        same = [o.outputs[0].token_ids == hf_greedy(ref, p, 40) for p, o in zip(prompts, outs)]
+        res[label] = dict(prompts=len(prompts), tokens=40, identical=sum(same), max_num_seqs=max_num_seqs,
+                          model_class=type(llm.llm_engine.model.model).__name__)
+        del llm; torch.cuda.empty_cache()
+    del ref
     # 2. TinyLlama-shape random weights in bf16, through the GPU engine (CUDA graphs, several steps per round trip)
     cfg_dir = tinyllama_config_dir(tmp / "tinyllama")
     from transformers import AutoConfig
@@ -230,22 +331,54 @@ def sec_thru(args):
     return res
 
 
+def _gaps(prof) -> dict:
+    "GPU busy time and idle gaps between kernels, from a profile's device events (microseconds)."
+    ev = sorted((e.time_range.start, e.time_range.end) for e in prof.events()
+                if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.end > e.time_range.start)
+    busy, gaps, end = 0.0, [], None
+    for a, b in ev:
+        if end is not None and a > end: gaps.append(a - end)
+        busy += max(0.0, b - max(a, end or a)); end = b if end is None else max(end, b)
+    return dict(kernels=len(ev), span_us=(end - ev[0][0]) if ev else 0, busy_us=busy,
+                gaps_under_2us=sum(g for g in gaps if g < 2), gaps_2_to_20us=sum(g for g in gaps if 2 <= g < 20),
+                gaps_over_20us=sum(g for g in gaps if g >= 20), num_gaps_over_20us=sum(g >= 20 for g in gaps))
+
+
 def sec_batch1(args):
+    """Batch-1 decode ms/token: 128-token prompt, 512 tokens, greedy. Variants: the small-batch kernels (04i, the
+    default), the same without PDL, and cuBLAS with the unfused kernels and no PDL (the engine before 04i); each with
+    a graph-only timing and a profile."""
     from torch.profiler import ProfilerActivity, profile
     from mini_vllm import SamplingParams
-    llm = _engine(args, max_num_seqs=8)
+    from mini_vllm import small_batch as sb
     g = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, 32000, (128,), generator=g).tolist()
-    run = lambda n: llm.generate([prompt], SamplingParams(temperature=0, max_tokens=n, ignore_eos=True), use_tqdm=False)
-    run(64)
-    res = {}
-    for n in (1, 513):
-        torch.cuda.synchronize(); t0 = time.perf_counter(); run(n); torch.cuda.synchronize(); res[n] = time.perf_counter() - t0
-    with profile(activities=[ProfilerActivity.CUDA]) as prof: run(65)
-    (Path(args.out) / "profile_batch1.txt").write_text(prof.key_averages().table(sort_by="cuda_time_total", row_limit=30))
-    return dict(prompt_tokens=128, decode_tokens=512, ms_per_token=(res[513] - res[1]) / 512 * 1e3,
-                prefill_plus_first_token_ms=res[1] * 1e3, num_scheduler_steps=llm.llm_engine.num_scheduler_steps,
-                gpu_ms_per_token_profiled=sum(e.self_device_time_total for e in prof.key_averages()) / 1e3 / 65)
+    from mini_vllm import triton_kernels as tk
+    out, default_max_m, default_pdl = {}, sb.GEMV_MAX_M, tk.PDL
+    for label, max_m, pdl in (("small_batch", default_max_m, default_pdl), ("small_batch_no_pdl", default_max_m, False),
+                              ("cublas_no_pdl", 0, False)):
+        sb.GEMV_MAX_M, tk.PDL = max_m, pdl                          # read at capture: the graphs record one path
+        llm = _engine(args, max_num_seqs=8)
+        run = lambda n: llm.generate([prompt], SamplingParams(temperature=0, max_tokens=n, ignore_eos=True), use_tqdm=False)
+        run(64)
+        t = {}
+        for n in (1, 513):
+            torch.cuda.synchronize(); t0 = time.perf_counter(); run(n); torch.cuda.synchronize(); t[n] = time.perf_counter() - t0
+        eng = llm.llm_engine
+        graph_ms = back_to_back_ms(eng.runner.graphs[1], reps=200)  # one forward, padding row, from the GPU's queue
+        with profile(activities=[ProfilerActivity.CUDA]) as prof: run(65)
+        (Path(args.out) / f"profile_batch1_{label}.txt").write_text(prof.key_averages().table(sort_by="cuda_time_total", row_limit=30))
+        try: gaps = {k: v / 65 if k.endswith("us") else v for k, v in _gaps(prof).items()}
+        except Exception as e: gaps = dict(error=repr(e))
+        out[label] = dict(prompt_tokens=128, decode_tokens=512, ms_per_token=(t[513] - t[1]) / 512 * 1e3,
+                          prefill_plus_first_token_ms=t[1] * 1e3, num_scheduler_steps=eng.num_scheduler_steps,
+                          graph_replay_ms=graph_ms, model_class=type(eng.model.model).__name__,
+                          gpu_ms_per_token_profiled=sum(e.self_device_time_total for e in prof.key_averages()) / 1e3 / 65,
+                          per_token_from_profile=gaps)
+        print(f"  {label}: {out[label]['ms_per_token']:.3f} ms/token, graph {graph_ms:.3f} ms, gaps {gaps}", flush=True)
+        del llm, eng; import gc; gc.collect(); torch.cuda.empty_cache()
+    sb.GEMV_MAX_M, tk.PDL = default_max_m, default_pdl
+    return out
 
 
 def sec_profile(args):
@@ -276,7 +409,7 @@ def sec_profile(args):
                 wall_ms=dt * 1e3, batch=len(eng.scheduler.running), gpu_ms_by_kind=totals)
 
 
-SECTIONS = dict(env=sec_env, copy=sec_copy, kernels=sec_kernels, attnbw=sec_attnbw, correct=sec_correct,
+SECTIONS = dict(env=sec_env, copy=sec_copy, kernels=sec_kernels, gemv=sec_gemv, attnbw=sec_attnbw, correct=sec_correct,
                 thru=sec_thru, batch1=sec_batch1, profile=sec_profile)
 
 
@@ -297,6 +430,7 @@ def main(argv=None):
     p.add_argument("--num-requests", type=int, default=256)
     p.add_argument("--thru-variants", default="steps16,steps32,steps32_b16384,steps1", help="engine variants to time")
     p.add_argument("--steps", type=int, default=16, help="num_scheduler_steps for the profile section")
+    p.add_argument("--gemv-sweep", action="store_true", help="gemv section: also sweep the tilings (M = 1, 2, 4, 8)")
     args = p.parse_args(argv)
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
     for name in args.sections.split(","):

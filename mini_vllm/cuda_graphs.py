@@ -7,21 +7,21 @@ Docs: https://mini-vllm.github.io/mini_vllm/cuda_graphs.html.md"""
 # %% auto #0
 __all__ = ['graph_buckets', 'CUDAGraphRunner']
 
-# %% ../nbs/04h_cuda_graphs.ipynb #be5794e1
+# %% ../nbs/04h_cuda_graphs.ipynb #d6b9ebb0
 import torch
 from fastcore.basics import patch
 
 from .block_pool import KVCacheManager, cdiv
 from .model_runner import ModelRunner
 from .paged_attention import AttentionMetadata, PagedKVCache
-from .triton_kernels import TritonPagedAttention
+from .triton_kernels import TritonPagedAttention, tl, triton
 
-# %% ../nbs/04h_cuda_graphs.ipynb #b1c66e44
+# %% ../nbs/04h_cuda_graphs.ipynb #100b6439
 def graph_buckets(max_num_seqs: int) -> list[int]:
     "Batch sizes to capture: 1, 2, 4, 8, then every 16, up to max_num_seqs."
     return sorted({b for b in [1, 2, 4, 8, *range(16, max_num_seqs + 16, 16)] if b < max_num_seqs} | {max_num_seqs})
 
-# %% ../nbs/04h_cuda_graphs.ipynb #d35bfd74
+# %% ../nbs/04h_cuda_graphs.ipynb #de16cab5
 class CUDAGraphRunner(ModelRunner):
     "A ModelRunner that replays CUDA graphs, one per batch-size bucket, for decode steps."
     def __init__(self, model, cache: PagedKVCache, kv: KVCacheManager, max_num_seqs: int, max_model_len: int,
@@ -33,7 +33,7 @@ class CUDAGraphRunner(ModelRunner):
         self.seq_lens, self.qsl, self.reqs = torch.ones(B, **i32), torch.arange(B + 1, **i32), torch.arange(B, **i32)
         self.bt = torch.zeros(B, cdiv(max_model_len, kv.block_size), **i32)
         self.out = torch.zeros(B, model.config.vocab_size, dtype=torch.float32, device=dev)
-        self.buckets, self.graphs, self.pool = graph_buckets(B), {}, None
+        self.buckets, self.graphs, self.pool, self.replayed = graph_buckets(B), {}, None, None
         self.capture = dev.type == "cuda" if capture is None else capture
         self._pad(0, B)
         for b in reversed(self.buckets): self._capture(b)          # largest first: the others reuse its memory
@@ -43,7 +43,7 @@ class CUDAGraphRunner(ModelRunner):
         self.ids[n:b] = 0; self.pos[n:b] = 0; self.seq_lens[n:b] = 1
         self.slots[n:b] = self.scratch * self.kv.block_size; self.bt[n:b] = self.scratch
 
-# %% ../nbs/04h_cuda_graphs.ipynb #e7c772f5
+# %% ../nbs/04h_cuda_graphs.ipynb #f7cfc7b4
 @patch
 def _capture(self: CUDAGraphRunner, b: int):
     "Record the decode forward pass for a batch of b rows (or keep it as a function when not capturing)."
@@ -60,15 +60,39 @@ def _capture(self: CUDAGraphRunner, b: int):
     with torch.cuda.graph(g, pool=self.pool), torch.inference_mode(): run()
     self.pool, self.graphs[b] = g.pool(), g.replay
 
-# %% ../nbs/04h_cuda_graphs.ipynb #fbb29b58
+# %% ../nbs/04h_cuda_graphs.ipynb #183cf158
 @patch
 def logits(self: CUDAGraphRunner, input_ids, meta: AttentionMetadata, rows) -> torch.Tensor:
     "Decode steps: replay the bucket's graph; other steps: the eager forward pass."
-    n = input_ids.shape[0]
+    n, self.replayed = input_ids.shape[0], None
     if meta.max_query_len != 1 or n > self.buckets[-1]: return ModelRunner.logits(self, input_ids, meta, rows)
     b = next(x for x in self.buckets if x >= n)
+    self.replayed = (n, b)
     self.ids[:n].copy_(input_ids); self.pos[:n].copy_(meta.positions); self.slots[:n].copy_(meta.slot_mapping)
     self.seq_lens[:n].copy_(meta.seq_lens); self.bt[:n, :meta.block_tables.shape[1]].copy_(meta.block_tables)
     self._pad(n, b)
     self.graphs[b]()
     return self.out[:n]                                   # every row of a decode step samples: rows == 0..n-1
+
+# %% ../nbs/04h_cuda_graphs.ipynb #29db0afa
+@triton.jit
+def _advance_kernel(tok_ptr, ids_ptr, pos_ptr, slots_ptr, seq_lens_ptr, bt_ptr, n, stride_bt,
+                    BLOCK_SIZE: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = i < n
+    pos = tl.load(pos_ptr + i, mask=m, other=0) + 1
+    page = tl.load(bt_ptr + i * stride_bt + pos // BLOCK_SIZE, mask=m, other=0).to(tl.int64)
+    tl.store(ids_ptr + i, tl.load(tok_ptr + i, mask=m, other=0), mask=m)
+    tl.store(pos_ptr + i, pos, mask=m)
+    tl.store(slots_ptr + i, page * BLOCK_SIZE + pos % BLOCK_SIZE, mask=m)
+    tl.store(seq_lens_ptr + i, tl.load(seq_lens_ptr + i, mask=m, other=0) + 1, mask=m)
+
+@patch
+def next_logits(self: CUDAGraphRunner, tokens, meta, rows):
+    "After a replay: the buffers one token on (one kernel), and replay again; the metadata stays in the buffers (None)."
+    if self.replayed is None: return ModelRunner.next_logits(self, tokens, meta, rows)
+    n, b = self.replayed
+    _advance_kernel[(1,)](tokens, self.ids, self.pos, self.slots, self.seq_lens, self.bt, n, self.bt.stride(0),
+                          BLOCK_SIZE=self.kv.block_size, BLOCK=triton.next_power_of_2(self.ids.shape[0]))
+    self.graphs[b]()
+    return self.out[:n], None

@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/llm.html.md"""
 # %% auto #0
 __all__ = ['CompletionOutput', 'RequestOutput', 'IncrementalDetokenizer', 'LLMEngine', 'LLM']
 
-# %% ../nbs/04e_llm.ipynb #658d0e2c
+# %% ../nbs/04e_llm.ipynb #0d462a49
 import itertools, time
 from array import array
 from dataclasses import dataclass, replace
@@ -22,9 +22,9 @@ from .model import load_model
 from .model_runner import ModelRunner
 from .paged_attention import PagedKVCache, get_attention_backend
 from .sampling import SamplingParams, make_generator
-from .scheduler import Request, RequestStatus, Scheduler
+from .scheduler import Request, RequestStatus, Scheduler, samples
 
-# %% ../nbs/04e_llm.ipynb #690d709b
+# %% ../nbs/04e_llm.ipynb #57f59d85
 @dataclass
 class CompletionOutput:
     "One generated sequence of a request."
@@ -46,7 +46,7 @@ class RequestOutput:
     finished: bool
     num_cached_tokens: int = 0                        # prompt tokens served from the prefix cache
 
-# %% ../nbs/04e_llm.ipynb #333f7ca6
+# %% ../nbs/04e_llm.ipynb #8120871c
 class IncrementalDetokenizer:
     "The text of a growing list of output tokens; never splits a multi-byte character."
     def __init__(self, tokenizer, prompt_ids: list[int], context: int = 6):
@@ -67,7 +67,7 @@ class IncrementalDetokenizer:
         self.text += (delta := full[len(prefix):])
         return delta
 
-# %% ../nbs/04e_llm.ipynb #a3e8fa36
+# %% ../nbs/04e_llm.ipynb #dd6b4c31
 class LLMEngine:
     "The paged engine: scheduler, KV-cache manager and model runner, stepped by the caller."
     def __init__(self, model=None, dtype="auto", device="auto", block_size: int = 16, num_kv_blocks: int | None = None,
@@ -90,8 +90,9 @@ class LLMEngine:
             self.model = self.tp.model
         else: self.model = load_model(model, dtype=dtype, device=device, load_format=load_format)
         if attention_backend == "triton":                         # the fused-kernel forward that goes with it
+            from mini_vllm.small_batch import use_small_batch_kernels
             from mini_vllm.triton_kernels import use_triton_kernels
-            use_triton_kernels(self.model)
+            use_small_batch_kernels(use_triton_kernels(self.model))
         self.tokenizer, cfg, w = load_tokenizer(self.model.path), self.model.config, next(self.model.parameters())
         self.device, self.dtype = w.device, w.dtype
         if max_model_len is not None and max_model_len > cfg.max_position_embeddings:
@@ -118,7 +119,7 @@ class LLMEngine:
         self.children: dict[str, tuple[_Parent, int]] = {}        # child request id -> (parent, index)
         self.ids = itertools.count()
 
-# %% ../nbs/04e_llm.ipynb #75f925f4
+# %% ../nbs/04e_llm.ipynb #e16764b8
 def _check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len, gpu_memory_utilization):
     "Raise a ValueError naming the first engine argument out of range."
     for name, v in (("block_size", block_size), ("max_num_seqs", max_num_seqs), ("num_kv_blocks", num_kv_blocks),
@@ -139,7 +140,7 @@ def _auto_num_blocks(self: LLMEngine, block_size, cap, kv_cache_memory_bytes, gp
     if kv_cache_memory_bytes < per_block: raise ValueError(f"no memory left for the KV cache ({kv_cache_memory_bytes} bytes): lower the model size or raise gpu_memory_utilization")
     return min(kv_cache_memory_bytes // per_block, cap)
 
-# %% ../nbs/04e_llm.ipynb #263478c1
+# %% ../nbs/04e_llm.ipynb #e5b7077e
 @dataclass
 class _Parent:
     "A prompt's n child requests and how to report them."
@@ -167,7 +168,7 @@ def _tokenize(self: LLMEngine, prompt) -> tuple[str | None, list[int]]:
         raise ValueError(f"prompt token id {bad} is outside the vocabulary [0, {V})")
     return None, ids.tolist()
 
-# %% ../nbs/04e_llm.ipynb #b2eb7883
+# %% ../nbs/04e_llm.ipynb #cb719b83
 @patch
 def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, request_id: str | None = None,
                 stream: bool = False) -> str:
@@ -191,7 +192,7 @@ def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, r
     for i, k in enumerate(kids): self.children[k.request_id] = (parent, i)
     return rid
 
-# %% ../nbs/04e_llm.ipynb #6487ed0f
+# %% ../nbs/04e_llm.ipynb #91b1f6cb
 @patch
 def _check_stop_strings(self: LLMEngine, req: Request, detok: IncrementalDetokenizer, delta: str):
     "End `req` if its new text completes one of its stop strings; cut the text there."
@@ -207,7 +208,8 @@ def _check_stop_strings(self: LLMEngine, req: Request, detok: IncrementalDetoken
 @patch
 def _num_steps(self: LLMEngine, out) -> int:
     "How many decode steps this step may run in a row (slots for them allocated), or 1."
-    if self.num_scheduler_steps == 1 or self.scheduler.waiting or out.preempted or any(n != 1 for n in out.num_new_tokens): return 1
+    if self.num_scheduler_steps == 1 or self.scheduler.waiting or out.preempted: return 1
+    if any(n != 1 or not samples(r, n) for r, n in zip(out.requests, out.num_new_tokens)): return 1   # decodes only
     for r in out.requests:
         p = r.sampling_params
         if p.stop or p.logprobs is not None or len(r.output_token_ids) < p.min_tokens: return 1
@@ -233,7 +235,7 @@ def step(self: LLMEngine) -> list[RequestOutput]:
         progressed[parent.request_id] = parent
     return [self._output(p) for p in progressed.values() if p.stream or all(r.status.is_finished for r in p.children)]
 
-# %% ../nbs/04e_llm.ipynb #0b810872
+# %% ../nbs/04e_llm.ipynb #6857204d
 @patch
 def _output(self: LLMEngine, p: _Parent) -> RequestOutput:
     "The RequestOutput of a prompt: every child's text and tokens so far."
@@ -262,7 +264,7 @@ def shutdown(self: LLMEngine):
     "Stop the engine's other processes (tensor parallelism); a no-op otherwise."
     if self.tp is not None: self.tp.shutdown()
 
-# %% ../nbs/04e_llm.ipynb #6d4dc87d
+# %% ../nbs/04e_llm.ipynb #e87049ae
 @patch
 def stats(self: LLMEngine) -> dict:
     "Counters and gauges: preemptions, prefix-cache hit rate, KV blocks, weight bytes, queue sizes."
@@ -274,7 +276,7 @@ def stats(self: LLMEngine) -> dict:
                 weight_bytes=self.weight_bytes,
                 num_running=len(self.scheduler.running), num_waiting=len(self.scheduler.waiting))
 
-# %% ../nbs/04e_llm.ipynb #5c500d5a
+# %% ../nbs/04e_llm.ipynb #f452a940
 def _as_prompt_list(prompts) -> list:
     "One prompt or a list of prompts, as a list."
     if isinstance(prompts, (str, dict)): return [prompts]

@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/model_runner.html.md"""
 # %% auto #0
 __all__ = ['StepInputs', 'ModelRunner', 'StepResult', 'advance']
 
-# %% ../nbs/04d_model_runner.ipynb #76a15232
+# %% ../nbs/04d_model_runner.ipynb #2cfe78ae
 import math
 from dataclasses import dataclass, replace
 from itertools import accumulate
@@ -20,7 +20,7 @@ from .paged_attention import AttentionMetadata, PagedKVCache, get_attention_back
 from .sampling import SamplingTensors, sample
 from .scheduler import Request, SchedulerOutput, samples
 
-# %% ../nbs/04d_model_runner.ipynb #5e0c859a
+# %% ../nbs/04d_model_runner.ipynb #24a617e8
 @dataclass
 class StepInputs:
     "Everything one forward pass needs."
@@ -29,7 +29,7 @@ class StepInputs:
     logits_indices: torch.Tensor   # (S,) rows of the step whose logits are sampled
     sampling: list[Request]        # the S requests that get a token
 
-# %% ../nbs/04d_model_runner.ipynb #cf769f0c
+# %% ../nbs/04d_model_runner.ipynb #1f2d07c1
 class ModelRunner:
     "Runs a SchedulerOutput as one forward pass over the paged cache and samples the new tokens."
     def __init__(self, model, cache: PagedKVCache, kv: KVCacheManager, attention_backend: str = "torch"):
@@ -51,7 +51,7 @@ class ModelRunner:
                           torch.tensor([ends[i] - 1 for i in rows], dtype=torch.long, device=self.device),
                           [out.requests[i] for i in rows])
 
-# %% ../nbs/04d_model_runner.ipynb #41e17a28
+# %% ../nbs/04d_model_runner.ipynb #52db8754
 @dataclass
 class StepResult:
     "Tokens sampled in a step (a list per request), and log-probabilities for the requests that asked."
@@ -78,14 +78,14 @@ def _logprobs(logits: torch.Tensor, tokens: torch.Tensor, reqs: list[Request]) -
         out[r.request_id] = d
     return out
 
-# %% ../nbs/04d_model_runner.ipynb #19def607
+# %% ../nbs/04d_model_runner.ipynb #a372190f
 @patch
 def logits(self: ModelRunner, input_ids: torch.Tensor, meta: AttentionMetadata, rows: torch.Tensor) -> torch.Tensor:
     "One forward pass over a step's tokens; the fp32 logits at `rows`."
     h = self.model(input_ids, meta.positions, self.attn_cls(self.cache, meta))          # (N, C)
     return self.model.compute_logits(h[rows])                                             # (S, V)
 
-# %% ../nbs/04d_model_runner.ipynb #d4d99031
+# %% ../nbs/04d_model_runner.ipynb #198b3650
 @patch
 @torch.inference_mode()
 def execute(self: ModelRunner, out: SchedulerOutput, num_steps: int = 1) -> StepResult:
@@ -99,16 +99,22 @@ def execute(self: ModelRunner, out: SchedulerOutput, num_steps: int = 1) -> Step
     steps = [sample(logits, st)]
     meta = x.meta
     for _ in range(num_steps - 1):                                  # further decode steps, no host round trip
-        meta = advance(meta, self.kv.block_size)
-        steps.append(sample(self.logits(steps[-1], meta, x.logits_indices), st))
+        logits, meta = self.next_logits(steps[-1], meta, x.logits_indices)
+        steps.append(sample(logits, st))
     tokens = torch.stack(steps, 1).tolist()                         # (S, num_steps): the only host sync
     return StepResult(dict(zip((r.request_id for r in x.sampling), tokens)),
                       _logprobs(raw, steps[0], x.sampling) if raw is not None else {})
 
-# %% ../nbs/04d_model_runner.ipynb #9af9795f
+# %% ../nbs/04d_model_runner.ipynb #6e3b5451
 def advance(meta: AttentionMetadata, block_size: int) -> AttentionMetadata:
     "The metadata of the next decode step, with every request one token further."
     pos = meta.positions + 1                                                                 # (B,)
     rows = torch.arange(pos.shape[0], device=pos.device)
     slots = meta.block_tables[rows, pos // block_size].long() * block_size + pos % block_size
     return replace(meta, positions=pos, slot_mapping=slots, seq_lens=meta.seq_lens + 1, max_seq_len=meta.max_seq_len + 1)
+
+@patch
+def next_logits(self: ModelRunner, tokens: torch.Tensor, meta: AttentionMetadata, rows: torch.Tensor):
+    "The logits of the decode step after `meta`'s, with `tokens` as its inputs; and that step's metadata."
+    meta = advance(meta, self.kv.block_size)
+    return self.logits(tokens, meta, rows), meta
