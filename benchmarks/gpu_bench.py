@@ -174,6 +174,8 @@ def sec_gemv(args):
     and their errors against the unfused path."""
     from mini_vllm import small_batch as sb
     from mini_vllm import triton_kernels as tk
+    from mini_vllm.loading import ModelConfig
+    from mini_vllm.model import rope_tables
     dt, dev, res = torch.bfloat16, "cuda", {}
     def configs(M):
         "Tilings to try for M rows: the fp32 products (M x BLOCK_N x BLOCK_K) at most 64 registers a thread."
@@ -188,13 +190,8 @@ def sec_gemv(args):
             x, y = torch.randn(M, K, dtype=dt, device=dev), torch.empty(M, N, dtype=dt, device=dev)
             nbytes = N * K * 2
             r = dict(cublas_us=graph_us([lambda w=w: torch.mm(x, w.t(), out=y) for w in ws]))
-            pdl = tk.PDL
-            for on in (False, True) if pdl else (False,):                  # PDL: one kernel overlapping the next
-                tk.PDL = on
-                r["pdl" if on else "no_pdl"] = us = graph_us([lambda w=w: sb.gemv(x, w, out=y) for w in ws])
-                r["tb_per_s_pdl" if on else "tb_per_s"] = nbytes / us / 1e6
-            tk.PDL = pdl
-            r["cublas_tb_per_s"] = nbytes / r["cublas_us"] / 1e6
+            r["triton_us"] = graph_us([lambda w=w: sb.gemv(x, w, out=y) for w in ws])
+            r.update(tb_per_s=nbytes / r["triton_us"] / 1e6, cublas_tb_per_s=nbytes / r["cublas_us"] / 1e6)
             if args.gemv_sweep:
                 sweep = []
                 for c in configs(M):
@@ -207,8 +204,7 @@ def sec_gemv(args):
             del ws
     # the fused variants at M=1 and 4, default tiling, against the unfused kernels
     H, HKV, D, C, I = 32, 4, 64, 2048, 5632
-    cos, sin = (t.to(dev) for t in __import__("mini_vllm.model", fromlist=["x"]).rope_tables(
-        __import__("mini_vllm.loading", fromlist=["x"]).ModelConfig("llama", 10, C, 1, H, HKV, D, 8, 2048, 1e-5)))
+    cos, sin = (t.to(dev) for t in rope_tables(ModelConfig("llama", 10, C, 1, H, HKV, D, 8, 2048, 1e-5)))
     fused = {}
     for M in (1, 2):
         mk = lambda *s: torch.randn(*s, dtype=dt, device=dev)
@@ -346,18 +342,15 @@ def _gaps(prof) -> dict:
 
 def sec_batch1(args):
     """Batch-1 decode ms/token: 128-token prompt, 512 tokens, greedy. Variants: the small-batch kernels (04i, the
-    default), the same without PDL, and cuBLAS with the unfused kernels and no PDL (the engine before 04i); each with
-    a graph-only timing and a profile."""
+    default) and cuBLAS with the unfused kernels (GEMV_MAX_M = 0); each with a graph-only timing and a profile."""
     from torch.profiler import ProfilerActivity, profile
     from mini_vllm import SamplingParams
     from mini_vllm import small_batch as sb
     g = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, 32000, (128,), generator=g).tolist()
-    from mini_vllm import triton_kernels as tk
-    out, default_max_m, default_pdl = {}, sb.GEMV_MAX_M, tk.PDL
-    for label, max_m, pdl in (("small_batch", default_max_m, default_pdl), ("small_batch_no_pdl", default_max_m, False),
-                              ("cublas_no_pdl", 0, False)):
-        sb.GEMV_MAX_M, tk.PDL = max_m, pdl                          # read at capture: the graphs record one path
+    out, default_max_m = {}, sb.GEMV_MAX_M
+    for label, max_m in (("small_batch", default_max_m), ("cublas", 0)):
+        sb.GEMV_MAX_M = max_m                                       # read at capture: the graphs record one path
         llm = _engine(args, max_num_seqs=8)
         run = lambda n: llm.generate([prompt], SamplingParams(temperature=0, max_tokens=n, ignore_eos=True), use_tqdm=False)
         run(64)
@@ -377,7 +370,7 @@ def sec_batch1(args):
                           per_token_from_profile=gaps)
         print(f"  {label}: {out[label]['ms_per_token']:.3f} ms/token, graph {graph_ms:.3f} ms, gaps {gaps}", flush=True)
         del llm, eng; import gc; gc.collect(); torch.cuda.empty_cache()
-    sb.GEMV_MAX_M, tk.PDL = default_max_m, default_pdl
+    sb.GEMV_MAX_M = default_max_m
     return out
 
 

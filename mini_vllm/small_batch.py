@@ -8,21 +8,19 @@ Docs: https://mini-vllm.github.io/mini_vllm/small_batch.html.md"""
 __all__ = ['GEMV_MAX_M', 'GEMV_TILING', 'gemv', 'qkv_rope_write', 'SmallBatchLlamaModel', 'SmallBatchLlamaForCausalLM',
            'use_small_batch_kernels']
 
-# %% ../nbs/04i_small_batch.ipynb #c8370f85
+# %% ../nbs/04i_small_batch.ipynb #ededfbc2
 import torch
 import torch.nn as nn
 
-from . import triton_kernels as tk
 from .model import LlamaForCausalLM
 from .triton_kernels import TritonLlamaModel, tl, triton
 
-# %% ../nbs/04i_small_batch.ipynb #26148ede
+# %% ../nbs/04i_small_batch.ipynb #aabd5fce
 @triton.jit
-def _start(USE_PDL: tl.constexpr):
-    "With PDL (Hopper+): let the next kernel launch now, then wait until the previous one has finished and flushed."
-    if USE_PDL:
-        tl.extra.cuda.gdc_launch_dependents()
-        tl.extra.cuda.gdc_wait()
+def _pairs(first, BLOCK: tl.constexpr, OFFSET):
+    "Rows first .. first + BLOCK - 1, each with the row OFFSET further beside it: (2 BLOCK,) rows, and each pair's index."
+    r = tl.arange(0, 2 * BLOCK)
+    return first + r // 2 + (r % 2) * OFFSET, first + r // 2
 
 
 @triton.jit
@@ -49,20 +47,17 @@ def _rows_dot(x_ptr, w_ptr, nw_ptr, n, nm, m, mm, K, stride_x, NORM: tl.constexp
     else: out = tl.sum(acc, 2)
     return out, tl.sum(ss, 1)
 
-# %% ../nbs/04i_small_batch.ipynb #cc3ac374
+# %% ../nbs/04i_small_batch.ipynb #91aea079
 @triton.jit
 def _gemv_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, res_ptr, out_ptr, M, N, K, stride_x, stride_res, stride_out, eps,
                  NORM: tl.constexpr, SILU_OUT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
-                 EVEN_K: tl.constexpr, M_PAD: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                 USE_PDL: tl.constexpr):
-    _start(USE_PDL)
+                 EVEN_K: tl.constexpr, M_PAD: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)          # this program's outputs
     nm, m = n < N, tl.arange(0, M_PAD)
     mm = m < M
     if SILU_OUT:                                                      # weight rows n (gate) and N + n (up), side by side
-        r = tl.arange(0, 2 * BLOCK_N)
-        rows = tl.program_id(0) * BLOCK_N + r // 2 + (r % 2) * N
-        rm = (tl.program_id(0) * BLOCK_N + r // 2) < N
+        rows, idx = _pairs(tl.program_id(0) * BLOCK_N, BLOCK_N, N)
+        rm = idx < N
         acc, ss = _rows_dot(x_ptr, w_ptr, nw_ptr, rows, rm, m, mm, K, stride_x, NORM, EVEN_K, M_PAD, 2 * BLOCK_N, BLOCK_K)
     else:
         rows, rm = n, nm
@@ -109,23 +104,22 @@ def gemv(x, w, bias=None, *, norm_weight=None, eps=1e-6, silu_out=False, residua
     _gemv_kernel[(triton.cdiv(N, t["block_n"]),)](x, w, bias if bias is not None else w,
         norm_weight if norm_weight is not None else w, res, out, M, N, K, x.stride(0), res.stride(0), out.stride(0), eps,
         NORM=norm_weight is not None, SILU_OUT=silu_out, HAS_BIAS=bias is not None, HAS_RES=residual is not None,
-        EVEN_K=K % t["block_k"] == 0, M_PAD=M_PAD, BLOCK_N=t["block_n"], BLOCK_K=t["block_k"], USE_PDL=tk.PDL,
-        num_warps=t["num_warps"], num_stages=t["num_stages"], launch_pdl=tk.PDL)
+        EVEN_K=K % t["block_k"] == 0, M_PAD=M_PAD, BLOCK_N=t["block_n"], BLOCK_K=t["block_k"],
+        num_warps=t["num_warps"], num_stages=t["num_stages"])
     return out
 
-# %% ../nbs/04i_small_batch.ipynb #498ffd41
+# %% ../nbs/04i_small_batch.ipynb #71514da6
 @triton.jit
 def _qkv_rope_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, qkv_ptr, cos_ptr, sin_ptr, pos_ptr, slot_ptr, kc_ptr, vc_ptr,
                      M, K, stride_x, stride_qkv, stride_cos, eps, H: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr,
                      HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, M_PAD: tl.constexpr, BLOCK_H: tl.constexpr,
-                     BLOCK_K: tl.constexpr, USE_PDL: tl.constexpr):
-    _start(USE_PDL)
+                     BLOCK_K: tl.constexpr):
     HALF: tl.constexpr = D // 2
     pid = tl.program_id(0)
     head = pid // (HALF // BLOCK_H)                                 # a q, k or v head: 0..H + 2 * HKV - 1
-    j = (pid % (HALF // BLOCK_H)) * BLOCK_H + tl.arange(0, BLOCK_H)  # rows j of the head's first half, j + D/2 of its second
-    r = tl.arange(0, 2 * BLOCK_H)
-    n = head * D + (pid % (HALF // BLOCK_H)) * BLOCK_H + r // 2 + (r % 2) * HALF   # pairs side by side
+    j0 = (pid % (HALF // BLOCK_H)) * BLOCK_H
+    j = j0 + tl.arange(0, BLOCK_H)                                    # rows j of the head's first half, j + D/2 of its second
+    n, _ = _pairs(head * D + j0, BLOCK_H, HALF)
     m = tl.arange(0, M_PAD)
     mm = m < M
     pos = tl.load(pos_ptr + m, mask=mm, other=0)                     # loaded before the product: they do not depend on it
@@ -160,11 +154,10 @@ def qkv_rope_write(x, norm_weight, eps, w, bias, rope_cos, rope_sin, positions, 
     _qkv_rope_kernel[(N // (2 * block_h),)](x, w, bias if bias is not None else w, norm_weight, out, rope_cos, rope_sin,
         positions, slot_mapping, k_cache, v_cache, M, K, x.stride(0), out.stride(0), rope_cos.stride(0), eps,
         H=num_heads, HKV=num_kv_heads, D=head_dim, HAS_BIAS=bias is not None, EVEN_K=K % t["block_k"] == 0, M_PAD=M_PAD,
-        BLOCK_H=block_h, BLOCK_K=t["block_k"], USE_PDL=tk.PDL, num_warps=t["num_warps"],
-        num_stages=t["num_stages"], launch_pdl=tk.PDL)
+        BLOCK_H=block_h, BLOCK_K=t["block_k"], num_warps=t["num_warps"], num_stages=t["num_stages"])
     return out
 
-# %% ../nbs/04i_small_batch.ipynb #95903a1f
+# %% ../nbs/04i_small_batch.ipynb #d81d99bc
 class SmallBatchLlamaModel(TritonLlamaModel):
     "TritonLlamaModel; a step of at most GEMV_MAX_M tokens runs five fused kernels per layer."
     def forward(self, input_ids, positions, attn):
@@ -193,7 +186,8 @@ class SmallBatchLlamaForCausalLM(LlamaForCausalLM):
 def use_small_batch_kernels(model):
     "Switch a Triton Llama (use_triton_kernels) to the small-batch path, unless its layers are sharded."
     if type(model) is not LlamaForCausalLM or type(model.model) is not TritonLlamaModel: return model
-    if any(type(m) not in (nn.Linear,) for l in model.model.layers for m in (l.self_attn.qkv_proj, l.self_attn.o_proj, l.mlp.gate_up_proj, l.mlp.down_proj)) \
-            or type(model.lm_head) is not nn.Linear or type(model.model.embed_tokens) is not nn.Embedding: return model
+    linears = [m for l in model.model.layers for m in (l.self_attn.qkv_proj, l.self_attn.o_proj, l.mlp.gate_up_proj, l.mlp.down_proj)]
+    if any(type(m) is not nn.Linear for m in [*linears, model.lm_head]) or type(model.model.embed_tokens) is not nn.Embedding:
+        return model
     model.__class__, model.model.__class__ = SmallBatchLlamaForCausalLM, SmallBatchLlamaModel
     return model
