@@ -342,15 +342,17 @@ def _gaps(prof) -> dict:
 
 def sec_batch1(args):
     """Batch-1 decode ms/token: 128-token prompt, 512 tokens, greedy. Variants: the small-batch kernels (04i, the
-    default) and cuBLAS with the unfused kernels (GEMV_MAX_M = 0); each with a graph-only timing and a profile."""
+    default), the same without programmatic dependent launch, and cuBLAS with the unfused kernels (GEMV_MAX_M = 0);
+    each with a graph-only timing and a profile."""
     from torch.profiler import ProfilerActivity, profile
     from mini_vllm import SamplingParams
     from mini_vllm import small_batch as sb
     g = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, 32000, (128,), generator=g).tolist()
-    out, default_max_m = {}, sb.GEMV_MAX_M
-    for label, max_m in (("small_batch", default_max_m), ("cublas", 0)):
-        sb.GEMV_MAX_M = max_m                                       # read at capture: the graphs record one path
+    out, default_max_m, default_pdl = {}, sb.GEMV_MAX_M, sb.PDL
+    for label, max_m, pdl in (("small_batch", default_max_m, default_pdl), ("small_batch_no_pdl", default_max_m, False),
+                              ("cublas", 0, False)):
+        sb.GEMV_MAX_M, sb.PDL = max_m, pdl                          # read at capture: the graphs record one path
         llm = _engine(args, max_num_seqs=8)
         run = lambda n: llm.generate([prompt], SamplingParams(temperature=0, max_tokens=n, ignore_eos=True), use_tqdm=False)
         run(64)
@@ -370,7 +372,7 @@ def sec_batch1(args):
                           per_token_from_profile=gaps)
         print(f"  {label}: {out[label]['ms_per_token']:.3f} ms/token, graph {graph_ms:.3f} ms, gaps {gaps}", flush=True)
         del llm, eng; import gc; gc.collect(); torch.cuda.empty_cache()
-    sb.GEMV_MAX_M = default_max_m
+    sb.GEMV_MAX_M, sb.PDL = default_max_m, default_pdl
     return out
 
 

@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/cuda_graphs.html.md"""
 # %% auto #0
 __all__ = ['graph_buckets', 'CUDAGraphRunner']
 
-# %% ../nbs/04h_cuda_graphs.ipynb #d6b9ebb0
+# %% ../nbs/04h_cuda_graphs.ipynb #7adcbe21
 import torch
 from fastcore.basics import patch
 
@@ -16,12 +16,12 @@ from .model_runner import ModelRunner
 from .paged_attention import AttentionMetadata, PagedKVCache
 from .triton_kernels import TritonPagedAttention, tl, triton
 
-# %% ../nbs/04h_cuda_graphs.ipynb #100b6439
+# %% ../nbs/04h_cuda_graphs.ipynb #743de33d
 def graph_buckets(max_num_seqs: int) -> list[int]:
     "Batch sizes to capture: 1, 2, 4, 8, then every 16, up to max_num_seqs."
     return sorted({b for b in [1, 2, 4, 8, *range(16, max_num_seqs + 16, 16)] if b < max_num_seqs} | {max_num_seqs})
 
-# %% ../nbs/04h_cuda_graphs.ipynb #de16cab5
+# %% ../nbs/04h_cuda_graphs.ipynb #ea63de42
 class CUDAGraphRunner(ModelRunner):
     "A ModelRunner that replays CUDA graphs, one per batch-size bucket, for decode steps."
     def __init__(self, model, cache: PagedKVCache, kv: KVCacheManager, max_num_seqs: int, max_model_len: int,
@@ -43,7 +43,7 @@ class CUDAGraphRunner(ModelRunner):
         self.ids[n:b] = 0; self.pos[n:b] = 0; self.seq_lens[n:b] = 1
         self.slots[n:b] = self.scratch * self.kv.block_size; self.bt[n:b] = self.scratch
 
-# %% ../nbs/04h_cuda_graphs.ipynb #f7cfc7b4
+# %% ../nbs/04h_cuda_graphs.ipynb #e8c222ba
 @patch
 def _capture(self: CUDAGraphRunner, b: int):
     "Record the decode forward pass for a batch of b rows (or keep it as a function when not capturing)."
@@ -60,7 +60,7 @@ def _capture(self: CUDAGraphRunner, b: int):
     with torch.cuda.graph(g, pool=self.pool), torch.inference_mode(): run()
     self.pool, self.graphs[b] = g.pool(), g.replay
 
-# %% ../nbs/04h_cuda_graphs.ipynb #183cf158
+# %% ../nbs/04h_cuda_graphs.ipynb #396cb465
 @patch
 def logits(self: CUDAGraphRunner, input_ids, meta: AttentionMetadata, rows) -> torch.Tensor:
     "Decode steps: replay the bucket's graph; other steps: the eager forward pass."
@@ -74,8 +74,8 @@ def logits(self: CUDAGraphRunner, input_ids, meta: AttentionMetadata, rows) -> t
     self.graphs[b]()
     return self.out[:n]                                   # every row of a decode step samples: rows == 0..n-1
 
-# %% ../nbs/04h_cuda_graphs.ipynb #29db0afa
-@triton.jit
+# %% ../nbs/04h_cuda_graphs.ipynb #af009dd6
+@triton.jit(do_not_specialize=["n"])          # n, the batch size, changes from step to step
 def _advance_kernel(tok_ptr, ids_ptr, pos_ptr, slots_ptr, seq_lens_ptr, bt_ptr, n, stride_bt,
                     BLOCK_SIZE: tl.constexpr, BLOCK: tl.constexpr):
     i = tl.arange(0, BLOCK)
