@@ -190,12 +190,12 @@ def sec_gemv(args):
             x, y = torch.randn(M, K, dtype=dt, device=dev), torch.empty(M, N, dtype=dt, device=dev)
             nbytes = N * K * 2
             r = dict(cublas_us=graph_us([lambda w=w: torch.mm(x, w.t(), out=y) for w in ws]))
-            r["triton_us"] = graph_us([lambda w=w: sb.gemv(x, w, out=y) for w in ws])
+            r["triton_us"] = graph_us([lambda w=w: sb.gemv(x, w, out=y, pdl=True) for w in ws])   # as the model launches them
             r.update(tb_per_s=nbytes / r["triton_us"] / 1e6, cublas_tb_per_s=nbytes / r["cublas_us"] / 1e6)
             if args.gemv_sweep:
                 sweep = []
                 for c in configs(M):
-                    try: us = graph_us([lambda w=w: sb.gemv(x, w, out=y, **c) for w in ws])
+                    try: us = graph_us([lambda w=w: sb.gemv(x, w, out=y, pdl=True, **c) for w in ws])
                     except Exception as e: print("  config failed", M, name, c, repr(e)[:160]); continue
                     sweep.append(dict(c, us=us))
                 r.update(best=min(sweep, key=lambda c: c["us"]), sweep=sweep)
@@ -223,11 +223,11 @@ def sec_gemv(args):
         e["down_residual"] = rel_err(r2, h + a @ wd.T)
         n_cp = 16
         wq_s = [wqkv.clone() for _ in range(n_cp)]
-        t = dict(qkv_rope_us=graph_us([lambda w=w: sb.qkv_rope_write(h, nw, 1e-5, w, None, cos, sin, pos, slots, kc, vc, H, HKV, D) for w in wq_s]),
+        t = dict(qkv_rope_us=graph_us([lambda w=w: sb.qkv_rope_write(h, nw, 1e-5, w, None, cos, sin, pos, slots, kc, vc, H, HKV, D, pdl=True) for w in wq_s]),
                  unfused_qkv_us=graph_us([lambda w=w: tk.rope_and_write_kv(tk.rms_norm(h, nw, 1e-5) @ w.T, cos[pos], sin[pos], slots, kc2, vc2, H, HKV, D) for w in wq_s]))
         del wq_s
         wg_s = [wgu.clone() for _ in range(6)]
-        t.update(gate_up_fused_us=graph_us([lambda w=w: sb.gemv(h, w, norm_weight=nw, eps=1e-5, silu_out=True) for w in wg_s]),
+        t.update(gate_up_fused_us=graph_us([lambda w=w: sb.gemv(h, w, norm_weight=nw, eps=1e-5, silu_out=True, pdl=True) for w in wg_s]),
                  unfused_gate_up_us=graph_us([lambda w=w: tk.silu_and_mul(tk.rms_norm(h, nw, 1e-5) @ w.T) for w in wg_s]))
         del wg_s
         fused[M] = dict(rel_err=e, **t)
@@ -350,29 +350,31 @@ def sec_batch1(args):
     g = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, 32000, (128,), generator=g).tolist()
     out, default_max_m, default_pdl = {}, sb.GEMV_MAX_M, sb.PDL
-    for label, max_m, pdl in (("small_batch", default_max_m, default_pdl), ("small_batch_no_pdl", default_max_m, False),
-                              ("cublas", 0, False)):
-        sb.GEMV_MAX_M, sb.PDL = max_m, pdl                          # read at capture: the graphs record one path
-        llm = _engine(args, max_num_seqs=8)
-        run = lambda n: llm.generate([prompt], SamplingParams(temperature=0, max_tokens=n, ignore_eos=True), use_tqdm=False)
-        run(64)
-        t = {}
-        for n in (1, 513):
-            torch.cuda.synchronize(); t0 = time.perf_counter(); run(n); torch.cuda.synchronize(); t[n] = time.perf_counter() - t0
-        eng = llm.llm_engine
-        graph_ms = back_to_back_ms(eng.runner.graphs[1], reps=200)  # one forward, padding row, from the GPU's queue
-        with profile(activities=[ProfilerActivity.CUDA]) as prof: run(65)
-        (Path(args.out) / f"profile_batch1_{label}.txt").write_text(prof.key_averages().table(sort_by="cuda_time_total", row_limit=30))
-        try: gaps = {k: v / 65 if k.endswith("us") else v for k, v in _gaps(prof).items()}
-        except Exception as e: gaps = dict(error=repr(e))
-        out[label] = dict(prompt_tokens=128, decode_tokens=512, ms_per_token=(t[513] - t[1]) / 512 * 1e3,
-                          prefill_plus_first_token_ms=t[1] * 1e3, num_scheduler_steps=eng.num_scheduler_steps,
-                          graph_replay_ms=graph_ms, model_class=type(eng.model.model).__name__,
-                          gpu_ms_per_token_profiled=sum(e.self_device_time_total for e in prof.key_averages()) / 1e3 / 65,
-                          per_token_from_profile=gaps)
-        print(f"  {label}: {out[label]['ms_per_token']:.3f} ms/token, graph {graph_ms:.3f} ms, gaps {gaps}", flush=True)
-        del llm, eng; import gc; gc.collect(); torch.cuda.empty_cache()
-    sb.GEMV_MAX_M, sb.PDL = default_max_m, default_pdl
+    try:
+        for label, max_m, pdl in (("small_batch", default_max_m, default_pdl), ("small_batch_no_pdl", default_max_m, False),
+                                  ("cublas", 0, False)):
+            sb.GEMV_MAX_M, sb.PDL = max_m, pdl                          # read at capture: the graphs record one path
+            llm = _engine(args, max_num_seqs=8)
+            run = lambda n: llm.generate([prompt], SamplingParams(temperature=0, max_tokens=n, ignore_eos=True), use_tqdm=False)
+            run(64)
+            t = {}
+            for n in (1, 513):
+                torch.cuda.synchronize(); t0 = time.perf_counter(); run(n); torch.cuda.synchronize(); t[n] = time.perf_counter() - t0
+            eng = llm.llm_engine
+            graph_ms = back_to_back_ms(eng.runner.graphs[1], reps=200)  # one forward, padding row, from the GPU's queue
+            with profile(activities=[ProfilerActivity.CUDA]) as prof: run(65)
+            (Path(args.out) / f"profile_batch1_{label}.txt").write_text(prof.key_averages().table(sort_by="cuda_time_total", row_limit=30))
+            try: gaps = {k: v / 65 if k.endswith("us") else v for k, v in _gaps(prof).items()}
+            except Exception as e: gaps = dict(error=repr(e))
+            out[label] = dict(prompt_tokens=128, decode_tokens=512, ms_per_token=(t[513] - t[1]) / 512 * 1e3,
+                              prefill_plus_first_token_ms=t[1] * 1e3, num_scheduler_steps=eng.num_scheduler_steps,
+                              graph_replay_ms=graph_ms, model_class=type(eng.model.model).__name__,
+                              gpu_ms_per_token_profiled=sum(e.self_device_time_total for e in prof.key_averages()) / 1e3 / 65,
+                              per_token_from_profile=gaps)
+            print(f"  {label}: {out[label]['ms_per_token']:.3f} ms/token, graph {graph_ms:.3f} ms, gaps {gaps}", flush=True)
+            del llm, eng; import gc; gc.collect(); torch.cuda.empty_cache()
+    finally:                                                        # as they were, whatever happened
+        sb.GEMV_MAX_M, sb.PDL = default_max_m, default_pdl
     return out
 
 

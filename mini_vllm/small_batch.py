@@ -8,14 +8,14 @@ Docs: https://mini-vllm.github.io/mini_vllm/small_batch.html.md"""
 __all__ = ['PDL', 'GEMV_MAX_M', 'GEMV_TILING', 'gemv', 'qkv_rope_write', 'SmallBatchLlamaModel', 'SmallBatchLlamaForCausalLM',
            'use_small_batch_kernels']
 
-# %% ../nbs/04i_small_batch.ipynb #3b8308ea
+# %% ../nbs/04i_small_batch.ipynb #2f2d6a2b
 import torch
 import torch.nn as nn
 
 from .model import LlamaForCausalLM
 from .triton_kernels import TritonLlamaModel, tl, triton
 
-# %% ../nbs/04i_small_batch.ipynb #81c61eed
+# %% ../nbs/04i_small_batch.ipynb #bbe97fed
 @triton.jit
 def _pairs(first, BLOCK: tl.constexpr, OFFSET):
     "Rows first .. first + BLOCK - 1, each with the row OFFSET further beside it: (2 BLOCK,) rows, and each pair's index."
@@ -75,7 +75,7 @@ def _rows_dot(x_ptr, w_ptr, w0, nw_ptr, n, nm, m, mm, K, stride_x, NORM: tl.cons
     else: out = tl.sum(acc, 2)
     return out, tl.sum(ss, 1)
 
-# %% ../nbs/04i_small_batch.ipynb #98e312d7
+# %% ../nbs/04i_small_batch.ipynb #1290bf32
 @triton.jit
 def _gemv_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, res_ptr, out_ptr, M, N, K, stride_x, stride_res, stride_out, eps,
                  NORM: tl.constexpr, SILU_OUT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
@@ -106,12 +106,12 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, res_ptr, out_ptr, M, N, K, stride_
     tl.store(out_ptr + m[:, None] * stride_out + n[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-PDL = (torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 9    # Hopper and later, with a Triton
-       and hasattr(tl.extra.cuda, "gdc_wait"))                                     # that has it: see above
+PDL = (torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 9    # PDL: Hopper and later, and a
+       and hasattr(tl.extra.cuda, "gdc_wait"))                                     # Triton that has it
 
-def _pdl_launch() -> dict:
-    "Launch options: programmatic dependent launch when PDL is on (read at each launch, so a graph records either)."
-    return {"launch_pdl": True} if PDL else {}
+def _pdl_launch(pdl: bool) -> dict:
+    "Launch options: programmatic dependent launch when asked for and PDL is on (read at each launch)."
+    return {"launch_pdl": True} if pdl else {}
 
 
 GEMV_MAX_M = 2            # the model's small path: up to this many tokens (beyond, cuBLAS wins; benchmarks/README.md)
@@ -125,19 +125,22 @@ GEMV_TILING = {           # (rows rounded up to a power of 2, shape): the best o
 
 def _tiling(M, N, K, swiglu=False, **over):
     """The tiling for M rows, N outputs and depth K, entries overridable. Shapes: narrow (N <= 4096: few, long
-    programs), wide (more outputs), deep (K > 4096, the down projection), swiglu (the gate and up rows in pairs);
+    programs), wide (more outputs), deep (K > N, the down projection), swiglu (the gate and up rows in pairs);
     a shape without its own entry for M takes narrow's or wide's."""
     M_PAD = triton.next_power_of_2(M)
-    kind = "swiglu" if swiglu else "deep" if K > 4096 else "wide" if N > 4096 else "narrow"
+    kind = "swiglu" if swiglu else "deep" if K > N else "wide" if N > 4096 else "narrow"
     base = GEMV_TILING.get((M_PAD, kind)) or GEMV_TILING[(M_PAD, "wide" if N > 4096 else "narrow")]
     t = {"num_stages": 1, **base, **{k: v for k, v in over.items() if v is not None}}
     t["block_k"] = min(t["block_k"], triton.next_power_of_2(K))
     return M_PAD, t
 
 
-def gemv(x, w, bias=None, *, norm_weight=None, eps=1e-6, silu_out=False, residual=None, out=None, out_dtype=None, **tiling):
+def gemv(x, w, bias=None, *, norm_weight=None, eps=1e-6, silu_out=False, residual=None, out=None, out_dtype=None,
+         pdl=False, **tiling):
     """y = x @ w.T (+ bias) for a few rows x (at most 8), one pass over w. Prologue: RMSNorm of x with `norm_weight`.
-    Epilogues: `silu_out` (w stacks gate and up: y = silu(gate) * up, half as wide), `+ residual`. Into `out` if given."""
+    Epilogues: `silu_out` (w stacks gate and up: y = silu(gate) * up, half as wide), `+ residual`. Into `out` if given.
+    `pdl`: launch with PDL where supported; w's first chunk is then read before the previous kernel has finished, so
+    only for weights that no kernel writes (the model's)."""
     M, K = x.shape
     N = w.shape[0] // 2 if silu_out else w.shape[0]
     assert M <= 8 and w.shape[1] == K and w.is_contiguous() and x.stride(1) == 1
@@ -148,11 +151,11 @@ def gemv(x, w, bias=None, *, norm_weight=None, eps=1e-6, silu_out=False, residua
     _gemv_kernel[(triton.cdiv(N, t["block_n"]),)](x, w, bias if bias is not None else w,
         norm_weight if norm_weight is not None else w, res, out, M, N, K, x.stride(0), res.stride(0), out.stride(0), eps,
         NORM=norm_weight is not None, SILU_OUT=silu_out, HAS_BIAS=bias is not None, HAS_RES=residual is not None,
-        EVEN_K=K % t["block_k"] == 0, M_PAD=M_PAD, BLOCK_N=t["block_n"], BLOCK_K=t["block_k"], PDL=PDL,
-        num_warps=t["num_warps"], num_stages=t["num_stages"], **_pdl_launch())
+        EVEN_K=K % t["block_k"] == 0, M_PAD=M_PAD, BLOCK_N=t["block_n"], BLOCK_K=t["block_k"], PDL=pdl and PDL,
+        num_warps=t["num_warps"], num_stages=t["num_stages"], **_pdl_launch(pdl and PDL))
     return out
 
-# %% ../nbs/04i_small_batch.ipynb #02b4ef9d
+# %% ../nbs/04i_small_batch.ipynb #a11cc204
 @triton.jit
 def _qkv_rope_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, qkv_ptr, cos_ptr, sin_ptr, pos_ptr, slot_ptr, kc_ptr, vc_ptr,
                      M, K, stride_x, stride_qkv, stride_cos, eps, H: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr,
@@ -188,9 +191,9 @@ def _qkv_rope_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, qkv_ptr, cos_ptr, sin_ptr, pos
 
 
 def qkv_rope_write(x, norm_weight, eps, w, bias, rope_cos, rope_sin, positions, slot_mapping, k_cache, v_cache,
-                   num_heads, num_kv_heads, head_dim, block_h=None, **tiling):
+                   num_heads, num_kv_heads, head_dim, block_h=None, pdl=False, **tiling):
     """RMSNorm(x) @ w.T (+ bias) for Llama's stacked q, k, v; q and k rotated to their positions; k and v written
-    to their cache slots. Returns the (M, (H + 2 Hkv) D) rows, q rotated in place."""
+    to their cache slots. Returns the (M, (H + 2 Hkv) D) rows, q rotated in place. `pdl` as for `gemv`."""
     M, N, K = x.shape[0], w.shape[0], w.shape[1]
     assert M <= 8 and N == (num_heads + 2 * num_kv_heads) * head_dim and w.is_contiguous()
     out = torch.empty(M, N, dtype=w.dtype, device=x.device)
@@ -199,11 +202,11 @@ def qkv_rope_write(x, norm_weight, eps, w, bias, rope_cos, rope_sin, positions, 
     _qkv_rope_kernel[(N // (2 * block_h),)](x, w, bias if bias is not None else w, norm_weight, out, rope_cos, rope_sin,
         positions, slot_mapping, k_cache, v_cache, M, K, x.stride(0), out.stride(0), rope_cos.stride(0), eps,
         H=num_heads, HKV=num_kv_heads, D=head_dim, HAS_BIAS=bias is not None, EVEN_K=K % t["block_k"] == 0, M_PAD=M_PAD,
-        BLOCK_H=block_h, BLOCK_K=t["block_k"], PDL=PDL, num_warps=t["num_warps"], num_stages=t["num_stages"],
-        **_pdl_launch())
+        BLOCK_H=block_h, BLOCK_K=t["block_k"], PDL=pdl and PDL, num_warps=t["num_warps"], num_stages=t["num_stages"],
+        **_pdl_launch(pdl and PDL))
     return out
 
-# %% ../nbs/04i_small_batch.ipynb #2563d1c1
+# %% ../nbs/04i_small_batch.ipynb #939e863a
 class SmallBatchLlamaModel(TritonLlamaModel):
     "TritonLlamaModel; a step of at most GEMV_MAX_M tokens runs five fused kernels per layer."
     def forward(self, input_ids, positions, attn):
@@ -213,20 +216,20 @@ class SmallBatchLlamaModel(TritonLlamaModel):
             a, mlp, eps = layer.self_attn, layer.mlp, layer.input_layernorm.eps
             qkv = qkv_rope_write(h, layer.input_layernorm.weight, eps, a.qkv_proj.weight, a.qkv_proj.bias,
                                  self.rope_cos, self.rope_sin, positions, attn.meta.slot_mapping,
-                                 attn.cache.k[a.layer], attn.cache.v[a.layer], a.nh, a.nkv, a.hd)
+                                 attn.cache.k[a.layer], attn.cache.v[a.layer], a.nh, a.nkv, a.hd, pdl=True)
             q = qkv[:, :a.nh * a.hd].view(-1, a.nh, a.hd)
             o = attn._attend(a.layer, q, torch.empty_like(q)).flatten(1)
-            gemv(o, a.o_proj.weight, a.o_proj.bias, residual=h, out=h)                       # h += o_proj(o)
+            gemv(o, a.o_proj.weight, a.o_proj.bias, residual=h, out=h, pdl=True)             # h += o_proj(o)
             a = gemv(h, mlp.gate_up_proj.weight, mlp.gate_up_proj.bias, silu_out=True,       # silu(gate) * up
-                     norm_weight=layer.post_attention_layernorm.weight, eps=layer.post_attention_layernorm.eps)
-            gemv(a, mlp.down_proj.weight, mlp.down_proj.bias, residual=h, out=h)                # h += down(a)
+                     norm_weight=layer.post_attention_layernorm.weight, eps=layer.post_attention_layernorm.eps, pdl=True)
+            gemv(a, mlp.down_proj.weight, mlp.down_proj.bias, residual=h, out=h, pdl=True)      # h += down(a)
         return self.norm(h)
 
 
 class SmallBatchLlamaForCausalLM(LlamaForCausalLM):
     def compute_logits(self, hidden):
         if hidden.shape[0] > GEMV_MAX_M: return super().compute_logits(hidden)
-        return gemv(hidden.contiguous(), self.lm_head.weight, out_dtype=torch.float32)
+        return gemv(hidden.contiguous(), self.lm_head.weight, out_dtype=torch.float32, pdl=True)
 
 
 def use_small_batch_kernels(model):

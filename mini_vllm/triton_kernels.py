@@ -10,7 +10,7 @@ __all__ = ['NUM_SMS', 'DECODE_TILING', 'BLOCK_M', 'BLOCK_N', 'rms_norm', 'silu_a
            'TritonRMSNorm', 'TritonLlamaMLP', 'TritonLlamaAttention', 'TritonLlamaDecoderLayer', 'TritonLlamaModel',
            'use_triton_kernels']
 
-# %% ../nbs/04g_triton_kernels.ipynb #cbd52cfa
+# %% ../nbs/04g_triton_kernels.ipynb #96f935b1
 import os, sys
 
 import torch
@@ -26,7 +26,7 @@ import triton.language as tl
 
 NUM_SMS = torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else 4
 
-# %% ../nbs/04g_triton_kernels.ipynb #d5596feb
+# %% ../nbs/04g_triton_kernels.ipynb #271916b1
 @triton.jit
 def _rms_norm_kernel(x_ptr, res_ptr, w_ptr, out_ptr, res_out_ptr, eps, n_cols, stride_x, stride_r,
                      HAS_RES: tl.constexpr, BLOCK: tl.constexpr):
@@ -54,7 +54,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.
                                      HAS_RES=residual is not None, BLOCK=triton.next_power_of_2(x2.shape[1]))
     return out.view(x.shape) if residual is None else (out.view(x.shape), res_out.view(x.shape))
 
-# %% ../nbs/04g_triton_kernels.ipynb #b13cb90b
+# %% ../nbs/04g_triton_kernels.ipynb #c3f00498
 @triton.jit
 def _silu_and_mul_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
     row, blk = tl.program_id(0), tl.program_id(1)
@@ -73,7 +73,7 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     _silu_and_mul_kernel[(x2.shape[0], triton.cdiv(n, 1024))](x2, out, n, BLOCK=1024)
     return out.view(*x.shape[:-1], n)
 
-# %% ../nbs/04g_triton_kernels.ipynb #8316c6f7
+# %% ../nbs/04g_triton_kernels.ipynb #6643bb36
 @triton.jit
 def _rope_write_kernel(qkv_ptr, cos_ptr, sin_ptr, slot_ptr, k_cache_ptr, v_cache_ptr, stride_t, stride_cos,
                        stride_slot, H: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr, HEADS_PAD: tl.constexpr,
@@ -100,7 +100,7 @@ def _rope_write_kernel(qkv_ptr, cos_ptr, sin_ptr, slot_ptr, k_cache_ptr, v_cache
     v = tl.load(qkv_ptr + t * stride_t + (H + HKV + kh[:, None]) * D + d[None, :], mask=km, other=0.0)
     tl.store(v_cache_ptr + slot * HKV * D + kh[:, None] * D + d[None, :], v, mask=km)
 
-# %% ../nbs/04g_triton_kernels.ipynb #c0afb79c
+# %% ../nbs/04g_triton_kernels.ipynb #09850bfb
 def rope_and_write_kv(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, slot_mapping: torch.Tensor,
                       k_cache: torch.Tensor, v_cache: torch.Tensor, num_heads: int, num_kv_heads: int, head_dim: int):
     "Rotate q and k of each token's qkv row in place; write its rotated k and its v into its cache slot."
@@ -111,8 +111,8 @@ def rope_and_write_kv(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, s
                              HEADS_PAD=triton.next_power_of_2(num_heads + num_kv_heads),
                              KV_PAD=triton.next_power_of_2(num_kv_heads))
 
-# %% ../nbs/04g_triton_kernels.ipynb #cfddda2c
-@triton.jit(do_not_specialize=["stride_bt", "num_parts", "partition"])   # they change from step to step
+# %% ../nbs/04g_triton_kernels.ipynb #e848a391
+@triton.jit(do_not_specialize=["stride_bt", "num_parts"])      # they change from step to step
 def _decode_partition_kernel(acc_ptr, ml_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, seq_lens_ptr, qsl_ptr, reqs_ptr,
                              o_ptr, scale, stride_qt, stride_qh, stride_ot, stride_oh, stride_bt, num_parts, partition,
                              G: tl.constexpr, G_PAD: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr,
@@ -153,7 +153,7 @@ def _decode_partition_kernel(acc_ptr, ml_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, seq_l
         tl.store(acc_ptr + row[:, None] * D + d[None, :], acc)
         tl.store(ml_ptr + row * 2, m_i); tl.store(ml_ptr + row * 2 + 1, l_i)
 
-# %% ../nbs/04g_triton_kernels.ipynb #f4b99a0b
+# %% ../nbs/04g_triton_kernels.ipynb #91831e8c
 @triton.jit(do_not_specialize=["num_parts"])
 def _decode_merge_kernel(o_ptr, acc_ptr, ml_ptr, qsl_ptr, reqs_ptr, stride_ot, stride_oh, num_parts,
                          G: tl.constexpr, G_PAD: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr, PARTS_PAD: tl.constexpr):
@@ -170,7 +170,7 @@ def _decode_merge_kernel(o_ptr, acc_ptr, ml_ptr, qsl_ptr, reqs_ptr, stride_ot, s
     tok = tl.load(qsl_ptr + tl.load(reqs_ptr + b))
     tl.store(o_ptr + tok * stride_ot + h * stride_oh + d, o.to(o_ptr.dtype.element_ty))
 
-# %% ../nbs/04g_triton_kernels.ipynb #1a917e44
+# %% ../nbs/04g_triton_kernels.ipynb #df51183a
 DECODE_TILING = dict(block_n=64, num_warps=2, num_stages=4)   # the best of a sweep on an H200 (benchmarks/gpu_bench.py, attnbw)
 
 def decode_partition(num_programs: int, max_seq_len: int, num_sms: int, block_n: int = 64) -> int:
@@ -202,7 +202,7 @@ def paged_decode_attention(out, q, k_cache, v_cache, block_tables, seq_lens, que
         _decode_merge_kernel[(B, H)](out, acc, ml, query_start_loc, reqs, out.stride(0), out.stride(1), parts,
             G=G, G_PAD=G_PAD, HKV=HKV, D=D, PARTS_PAD=max(2, triton.next_power_of_2(parts)), num_warps=1)
 
-# %% ../nbs/04g_triton_kernels.ipynb #400407cc
+# %% ../nbs/04g_triton_kernels.ipynb #bf5c02b5
 @triton.jit(do_not_specialize=["stride_bt"])   # the block table's width changes from step to step
 def _prefill_kernel(o_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, seq_lens_ptr, qsl_ptr, tiles_ptr, scale,
                     stride_qt, stride_qh, stride_ot, stride_oh, stride_bt,
@@ -258,7 +258,7 @@ def paged_prefill_attention(out, q, k_cache, v_cache, block_tables, seq_lens, qu
         q.stride(0), q.stride(1), out.stride(0), out.stride(1), block_tables.stride(0), G=H // HKV, HKV=HKV, D=D,
         BLOCK_SIZE=BS, BLOCK_M=block_m, BLOCK_N=block_n, IEEE=q.dtype == torch.float32, num_warps=4)
 
-# %% ../nbs/04g_triton_kernels.ipynb #efb9d38e
+# %% ../nbs/04g_triton_kernels.ipynb #6bfd0dd0
 from .paged_attention import ATTENTION_BACKENDS, AttentionMetadata, PagedKVCache
 
 BLOCK_M, BLOCK_N = 64, 64                                          # prefill tiles
@@ -297,7 +297,7 @@ class TritonPagedAttention:
 
 ATTENTION_BACKENDS["triton"] = TritonPagedAttention
 
-# %% ../nbs/04g_triton_kernels.ipynb #b9fa006c
+# %% ../nbs/04g_triton_kernels.ipynb #e5c226bc
 from .model import LlamaAttention, LlamaDecoderLayer, LlamaMLP, LlamaModel, RMSNorm
 
 class TritonRMSNorm(RMSNorm):
