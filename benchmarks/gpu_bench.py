@@ -107,13 +107,17 @@ def sec_kernels(args):
     tk.rope_and_write_kv(qkv, cos, sin, slots, kc, vc, H, HKV, D)
     out["rope_and_write_kv"] = max(rel_err(qkv[:, :H * D].view(N, H, D), q_ref), rel_err(kc.view(-1, HKV, D)[slots], k_ref))
     for name, (B, lo, hi, qlen) in {"decode_attention": (256, 1, 2048, lambda i: 1),
+                                    "decode_attention_split": (3, 1, 2048, lambda i: 1),       # partitions, merged
                                     "prefill_attention": (12, 100, 1500, lambda i: 700 if i % 3 else 1),
                                     "chunk_after_prefix": (8, 600, 2000, lambda i: 257)}.items():
         for Hq, Hk in [(32, 4), (9, 3)]:
             cache, meta, q, k, v, seq, ql = _random_step(B, lo, hi, qlen, H=Hq, HKV=Hk)
             ref = TorchPagedAttention(PagedKVCache(cache.k.clone(), cache.v.clone()), meta)(0, q, k, v)
-            got = tk.TritonPagedAttention(cache, meta)(0, q, k, v)
+            attn = tk.TritonPagedAttention(cache, meta)
+            got = attn(0, q, k, v)
             out[f"{name}_H{Hq}_KV{Hk}"] = rel_err(got, ref)
+            if name.startswith("decode"):                                   # again, launched with PDL (cache written)
+                out[f"{name}_H{Hq}_KV{Hk}_pdl"] = rel_err(attn._attend(0, q, torch.empty_like(q), pdl=True), ref)
     out["ok"] = all(v < 2e-2 for k, v in out.items() if k != "ok")
     return out
 
@@ -346,14 +350,14 @@ def sec_batch1(args):
     each with a graph-only timing and a profile."""
     from torch.profiler import ProfilerActivity, profile
     from mini_vllm import SamplingParams
-    from mini_vllm import small_batch as sb
+    from mini_vllm import small_batch as sb, triton_kernels as tk
     g = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, 32000, (128,), generator=g).tolist()
-    out, default_max_m, default_pdl = {}, sb.GEMV_MAX_M, sb.PDL
+    out, default_max_m, default_pdl = {}, sb.GEMV_MAX_M, tk.PDL
     try:
         for label, max_m, pdl in (("small_batch", default_max_m, default_pdl), ("small_batch_no_pdl", default_max_m, False),
                                   ("cublas", 0, False)):
-            sb.GEMV_MAX_M, sb.PDL = max_m, pdl                          # read at capture: the graphs record one path
+            sb.GEMV_MAX_M, tk.PDL = max_m, pdl                          # read at capture: the graphs record one path
             llm = _engine(args, max_num_seqs=8)
             run = lambda n: llm.generate([prompt], SamplingParams(temperature=0, max_tokens=n, ignore_eos=True), use_tqdm=False)
             run(64)
@@ -374,7 +378,7 @@ def sec_batch1(args):
             print(f"  {label}: {out[label]['ms_per_token']:.3f} ms/token, graph {graph_ms:.3f} ms, gaps {gaps}", flush=True)
             del llm, eng; import gc; gc.collect(); torch.cuda.empty_cache()
     finally:                                                        # as they were, whatever happened
-        sb.GEMV_MAX_M, sb.PDL = default_max_m, default_pdl
+        sb.GEMV_MAX_M, tk.PDL = default_max_m, default_pdl
     return out
 
 
