@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/cuda_graphs.html.md"""
 # %% auto #0
 __all__ = ['RUN_AHEAD', 'graph_buckets', 'CUDAGraphRunner', 'greedy_tokens']
 
-# %% ../nbs/04h_cuda_graphs.ipynb #d577ab3c
+# %% ../nbs/04h_cuda_graphs.ipynb #3976c2eb
 import torch
 from fastcore.basics import patch
 
@@ -19,12 +19,12 @@ from .sampling import sample
 from .paged_attention import AttentionMetadata, PagedKVCache
 from .triton_kernels import TritonPagedAttention, tl, triton
 
-# %% ../nbs/04h_cuda_graphs.ipynb #50f92ce6
+# %% ../nbs/04h_cuda_graphs.ipynb #8a231b17
 def graph_buckets(max_num_seqs: int) -> list[int]:
     "Batch sizes to capture: 1, 2, 4, 8, then every 16, up to max_num_seqs."
     return sorted({b for b in [1, 2, 4, 8, *range(16, max_num_seqs + 16, 16)] if b < max_num_seqs} | {max_num_seqs})
 
-# %% ../nbs/04h_cuda_graphs.ipynb #fa2c071b
+# %% ../nbs/04h_cuda_graphs.ipynb #0bd42951
 class CUDAGraphRunner(ModelRunner):
     "A ModelRunner that replays CUDA graphs, one per batch-size bucket, for decode steps."
     def __init__(self, model, cache: PagedKVCache, kv: KVCacheManager, max_num_seqs: int, max_model_len: int,
@@ -47,7 +47,7 @@ class CUDAGraphRunner(ModelRunner):
         self.ids[n:b] = 0; self.pos[n:b] = 0; self.seq_lens[n:b] = 1
         self.slots[n:b] = self.scratch * self.kv.block_size; self.bt[n:b] = self.scratch
 
-# %% ../nbs/04h_cuda_graphs.ipynb #e770f98b
+# %% ../nbs/04h_cuda_graphs.ipynb #b4d50792
 @patch
 def _capture(self: CUDAGraphRunner, b: int):
     "Record the decode forward pass for a batch of b rows (or keep it as a function when not capturing)."
@@ -64,7 +64,7 @@ def _capture(self: CUDAGraphRunner, b: int):
     with torch.cuda.graph(g, pool=self.pool), torch.inference_mode(): run()
     self.pool, self.graphs[b] = g.pool(), g.replay
 
-# %% ../nbs/04h_cuda_graphs.ipynb #73859074
+# %% ../nbs/04h_cuda_graphs.ipynb #83d160f9
 @patch
 def logits(self: CUDAGraphRunner, input_ids, meta: AttentionMetadata, rows) -> torch.Tensor:
     "Decode steps: replay the bucket's graph; other steps: the eager forward pass."
@@ -78,7 +78,7 @@ def logits(self: CUDAGraphRunner, input_ids, meta: AttentionMetadata, rows) -> t
     self.graphs[b]()
     return self.out[:n]                                   # every row of a decode step samples: rows == 0..n-1
 
-# %% ../nbs/04h_cuda_graphs.ipynb #fd7abe13
+# %% ../nbs/04h_cuda_graphs.ipynb #d50be522
 @triton.jit(do_not_specialize=["n"])          # n, the batch size, changes from step to step
 def _advance_kernel(tok_ptr, ids_ptr, pos_ptr, slots_ptr, seq_lens_ptr, bt_ptr, n, stride_bt,
                     BLOCK_SIZE: tl.constexpr, BLOCK: tl.constexpr):
@@ -101,7 +101,7 @@ def next_logits(self: CUDAGraphRunner, tokens, meta, rows):
     self.graphs[b]()
     return self.out[:n], None
 
-# %% ../nbs/04h_cuda_graphs.ipynb #4db8a161
+# %% ../nbs/04h_cuda_graphs.ipynb #845739e7
 @triton.jit
 def _nan_to_inf(x): return tl.where(x != x, float("inf"), x)            # NaN counts as largest, as in torch
 
@@ -131,7 +131,7 @@ def sample_tokens(self: CUDAGraphRunner, logits, st):
     "Greedy batches: the Triton argmax; any other: `sample`."
     return greedy_tokens(logits) if st.all_greedy else sample(logits, st)
 
-# %% ../nbs/04h_cuda_graphs.ipynb #31a4a4e8
+# %% ../nbs/04h_cuda_graphs.ipynb #50f1ec2d
 RUN_AHEAD = True                         # False: every round trip waits for the host (for measuring what this buys)
 
 @dataclass
@@ -170,7 +170,7 @@ def fetch_tokens(self: CUDAGraphRunner, steps, reqs, st) -> list[list[int]]:
     if done: done.synchronize()                                          # the copy only, not the step after it
     return host.tolist()
 
-# %% ../nbs/04h_cuda_graphs.ipynb #519bc3cd
+# %% ../nbs/04h_cuda_graphs.ipynb #69b252b9
 @patch
 @torch.inference_mode()
 def execute(self: CUDAGraphRunner, out, num_steps: int = 1) -> StepResult:
