@@ -274,11 +274,13 @@ def sec_correct(args):
     folder = save_tiny_model(tmp / "tiny", "llama")
     ref = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to("cuda").eval()
     prompts = [torch.randint(3, 512, (int(n),), generator=g).tolist() for n in torch.randint(2, 60, (12,), generator=g)]
+    prompts += [torch.randint(3, 512, (n,), generator=g).tolist() for n in (16, 32, 48, 64)]  # round trips end on block boundaries
     for label, max_num_seqs in (("tiny_llama_fp32", 16), ("tiny_llama_fp32_small_batches", 3)):   # buckets 16 / 1, 2, 4
         llm = LLM(folder, dtype="float32", attention_backend="triton", max_model_len=256, max_num_seqs=max_num_seqs)
-        outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=40, ignore_eos=True), use_tqdm=False)
-        same = [o.outputs[0].token_ids == hf_greedy(ref, p, 40) for p, o in zip(prompts, outs)]
-        res[label] = dict(prompts=len(prompts), tokens=40, identical=sum(same), max_num_seqs=max_num_seqs,
+        outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=100, ignore_eos=True), use_tqdm=False)
+        same = [o.outputs[0].token_ids == hf_greedy(ref, p, 100) for p, o in zip(prompts, outs)]
+        res[label] = dict(prompts=len(prompts), tokens=100, identical=sum(same), max_num_seqs=max_num_seqs,
+                          round_trips_from_step_run_ahead=llm.llm_engine.runner.ahead_used,
                           model_class=type(llm.llm_engine.model.model).__name__)
         del llm; torch.cuda.empty_cache()
     del ref

@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/cuda_graphs.html.md"""
 # %% auto #0
 __all__ = ['RUN_AHEAD', 'graph_buckets', 'CUDAGraphRunner', 'greedy_tokens']
 
-# %% ../nbs/04h_cuda_graphs.ipynb #3976c2eb
+# %% ../nbs/04h_cuda_graphs.ipynb #aea2fe63
 import torch
 from fastcore.basics import patch
 
@@ -19,12 +19,12 @@ from .sampling import sample
 from .paged_attention import AttentionMetadata, PagedKVCache
 from .triton_kernels import TritonPagedAttention, tl, triton
 
-# %% ../nbs/04h_cuda_graphs.ipynb #8a231b17
+# %% ../nbs/04h_cuda_graphs.ipynb #c5812b8f
 def graph_buckets(max_num_seqs: int) -> list[int]:
     "Batch sizes to capture: 1, 2, 4, 8, then every 16, up to max_num_seqs."
     return sorted({b for b in [1, 2, 4, 8, *range(16, max_num_seqs + 16, 16)] if b < max_num_seqs} | {max_num_seqs})
 
-# %% ../nbs/04h_cuda_graphs.ipynb #0bd42951
+# %% ../nbs/04h_cuda_graphs.ipynb #c2ae4ed2
 class CUDAGraphRunner(ModelRunner):
     "A ModelRunner that replays CUDA graphs, one per batch-size bucket, for decode steps."
     def __init__(self, model, cache: PagedKVCache, kv: KVCacheManager, max_num_seqs: int, max_model_len: int,
@@ -47,7 +47,7 @@ class CUDAGraphRunner(ModelRunner):
         self.ids[n:b] = 0; self.pos[n:b] = 0; self.seq_lens[n:b] = 1
         self.slots[n:b] = self.scratch * self.kv.block_size; self.bt[n:b] = self.scratch
 
-# %% ../nbs/04h_cuda_graphs.ipynb #b4d50792
+# %% ../nbs/04h_cuda_graphs.ipynb #0bf23361
 @patch
 def _capture(self: CUDAGraphRunner, b: int):
     "Record the decode forward pass for a batch of b rows (or keep it as a function when not capturing)."
@@ -64,7 +64,7 @@ def _capture(self: CUDAGraphRunner, b: int):
     with torch.cuda.graph(g, pool=self.pool), torch.inference_mode(): run()
     self.pool, self.graphs[b] = g.pool(), g.replay
 
-# %% ../nbs/04h_cuda_graphs.ipynb #83d160f9
+# %% ../nbs/04h_cuda_graphs.ipynb #9ad6620d
 @patch
 def logits(self: CUDAGraphRunner, input_ids, meta: AttentionMetadata, rows) -> torch.Tensor:
     "Decode steps: replay the bucket's graph; other steps: the eager forward pass."
@@ -78,7 +78,7 @@ def logits(self: CUDAGraphRunner, input_ids, meta: AttentionMetadata, rows) -> t
     self.graphs[b]()
     return self.out[:n]                                   # every row of a decode step samples: rows == 0..n-1
 
-# %% ../nbs/04h_cuda_graphs.ipynb #d50be522
+# %% ../nbs/04h_cuda_graphs.ipynb #795e19d4
 @triton.jit(do_not_specialize=["n"])          # n, the batch size, changes from step to step
 def _advance_kernel(tok_ptr, ids_ptr, pos_ptr, slots_ptr, seq_lens_ptr, bt_ptr, n, stride_bt,
                     BLOCK_SIZE: tl.constexpr, BLOCK: tl.constexpr):
@@ -101,7 +101,7 @@ def next_logits(self: CUDAGraphRunner, tokens, meta, rows):
     self.graphs[b]()
     return self.out[:n], None
 
-# %% ../nbs/04h_cuda_graphs.ipynb #845739e7
+# %% ../nbs/04h_cuda_graphs.ipynb #b2afded2
 @triton.jit
 def _nan_to_inf(x): return tl.where(x != x, float("inf"), x)            # NaN counts as largest, as in torch
 
@@ -131,21 +131,21 @@ def sample_tokens(self: CUDAGraphRunner, logits, st):
     "Greedy batches: the Triton argmax; any other: `sample`."
     return greedy_tokens(logits) if st.all_greedy else sample(logits, st)
 
-# %% ../nbs/04h_cuda_graphs.ipynb #50f1ec2d
+# %% ../nbs/04h_cuda_graphs.ipynb #f1d90f43
 RUN_AHEAD = True                         # False: every round trip waits for the host (for measuring what this buys)
 
 @dataclass
 class _Ahead:
     "A decode step queued ahead of the host: which requests, the lengths it assumed, its tokens (on the GPU)."
-    request_ids: list[str]
+    requests: list                       # the Request objects, in the batch's order
     num_computed: list[int]              # each request's num_computed_tokens when the step is its next
     tokens: torch.Tensor                 # (n,) the step's greedy tokens
     st: object                           # the requests' SamplingTensors, all greedy
 
     def fits(self, out) -> bool:
         "Whether `out` is the step that was run ahead."
-        return ([r.request_id for r in out.requests] == self.request_ids and all(n == 1 for n in out.num_new_tokens)
-                and [r.num_computed_tokens for r in out.requests] == self.num_computed)
+        return (len(out.requests) == len(self.requests) and all(a is b for a, b in zip(out.requests, self.requests))
+                and all(n == 1 for n in out.num_new_tokens) and [r.num_computed_tokens for r in out.requests] == self.num_computed)
 
 @patch
 def _may_run_ahead(self: CUDAGraphRunner, reqs, num_steps: int, st) -> bool:
@@ -156,6 +156,14 @@ def _may_run_ahead(self: CUDAGraphRunner, reqs, num_steps: int, st) -> bool:
     return all(self.kv.allocate_slots(r, num_steps + 1) is not None for r in reqs)
 
 @patch
+def _copy_tables(self: CUDAGraphRunner, reqs):
+    "The requests' block tables into the graph's buffer, from pinned memory without a wait (tables only grow)."
+    tables = [self.kv.block_table(r.request_id) for r in reqs]
+    w = max(map(len, tables))
+    t = torch.tensor([t + [self.scratch] * (w - len(t)) for t in tables], dtype=torch.int32)
+    self.bt[:len(reqs), :w].copy_(t.pin_memory() if self.bt.is_cuda else t, non_blocking=True)
+
+@patch
 def fetch_tokens(self: CUDAGraphRunner, steps, reqs, st) -> list[list[int]]:
     "The round trip's tokens on the host; meanwhile, where it may, the GPU runs the next round trip's first step."
     tokens = torch.stack(steps, 1)
@@ -164,13 +172,14 @@ def fetch_tokens(self: CUDAGraphRunner, steps, reqs, st) -> list[list[int]]:
     host = torch.empty(tokens.shape, dtype=tokens.dtype, pin_memory=cuda).copy_(tokens, non_blocking=True)
     done = torch.cuda.Event() if cuda else None
     if done: done.record()
-    logits, _ = self.next_logits(steps[-1], None, None)                  # queued behind the copy
-    self.ahead = _Ahead([r.request_id for r in reqs], [r.num_computed_tokens + len(steps) for r in reqs],
+    self._copy_tables(reqs)                                              # its slot may be in a block just added
+    logits, _ = self.next_logits(steps[-1], None, None)                  # queued behind the copies
+    self.ahead = _Ahead(list(reqs), [r.num_computed_tokens + len(steps) for r in reqs],
                         greedy_tokens(logits), st)
     if done: done.synchronize()                                          # the copy only, not the step after it
     return host.tolist()
 
-# %% ../nbs/04h_cuda_graphs.ipynb #69b252b9
+# %% ../nbs/04h_cuda_graphs.ipynb #e2bce242
 @patch
 @torch.inference_mode()
 def execute(self: CUDAGraphRunner, out, num_steps: int = 1) -> StepResult:
@@ -180,10 +189,8 @@ def execute(self: CUDAGraphRunner, out, num_steps: int = 1) -> StepResult:
         self.ahead_dropped += ahead is not None
         return ModelRunner.execute(self, out, num_steps)
     self.ahead_used += 1
-    n, reqs = len(out.requests), out.requests
-    tables = [self.kv.block_table(r.request_id) for r in reqs]
-    w = max(map(len, tables))
-    self.bt[:n, :w].copy_(torch.tensor([t + [self.scratch] * (w - len(t)) for t in tables], dtype=torch.int32))
+    reqs = out.requests
+    self._copy_tables(reqs)
     steps = [ahead.tokens]
     for _ in range(num_steps - 1):
         logits, _ = self.next_logits(steps[-1], None, None)
