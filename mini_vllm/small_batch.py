@@ -8,14 +8,14 @@ Docs: https://mini-vllm.github.io/mini_vllm/small_batch.html.md"""
 __all__ = ['GEMV_MAX_M', 'GEMV_TILING', 'gemv', 'qkv_rope_write', 'SmallBatchLlamaModel', 'SmallBatchLlamaForCausalLM',
            'use_small_batch_kernels']
 
-# %% ../nbs/04i_small_batch.ipynb #3c444883
+# %% ../nbs/04i_small_batch.ipynb #b6bea0cc
 import torch
 import torch.nn as nn
 
 from .model import LlamaForCausalLM
 from .triton_kernels import TritonLlamaModel, _pdl, tl, triton
 
-# %% ../nbs/04i_small_batch.ipynb #716ff357
+# %% ../nbs/04i_small_batch.ipynb #375f2f1f
 @triton.jit
 def _pairs(first, BLOCK: tl.constexpr, OFFSET):
     "Rows first .. first + BLOCK - 1, each with the row OFFSET further beside it: (2 BLOCK,) rows, and each pair's index."
@@ -75,7 +75,7 @@ def _rows_dot(x_ptr, w_ptr, w0, nw_ptr, n, nm, m, mm, K, stride_x, NORM: tl.cons
     else: out = tl.sum(acc, 2)
     return out, tl.sum(ss, 1)
 
-# %% ../nbs/04i_small_batch.ipynb #bac23134
+# %% ../nbs/04i_small_batch.ipynb #1d283f8c
 @triton.jit
 def _gemv_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, res_ptr, out_ptr, M, N, K, stride_x, stride_res, stride_out, eps,
                  NORM: tl.constexpr, SILU_OUT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
@@ -148,7 +148,7 @@ def gemv(x, w, bias=None, *, norm_weight=None, eps=1e-6, silu_out=False, residua
         num_warps=t["num_warps"], num_stages=t["num_stages"], **_pdl(pdl))
     return out
 
-# %% ../nbs/04i_small_batch.ipynb #70b05515
+# %% ../nbs/04i_small_batch.ipynb #1cd14235
 @triton.jit
 def _qkv_rope_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, qkv_ptr, cos_ptr, sin_ptr, pos_ptr, slot_ptr, kc_ptr, vc_ptr,
                      M, K, stride_x, stride_qkv, stride_cos, eps, H: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr,
@@ -198,7 +198,7 @@ def qkv_rope_write(x, norm_weight, eps, w, bias, rope_cos, rope_sin, positions, 
         BLOCK_H=block_h, BLOCK_K=t["block_k"], num_warps=t["num_warps"], num_stages=t["num_stages"], **_pdl(pdl))
     return out
 
-# %% ../nbs/04i_small_batch.ipynb #7987f18a
+# %% ../nbs/04i_small_batch.ipynb #4fc0db0a
 class SmallBatchLlamaModel(TritonLlamaModel):
     "TritonLlamaModel; a step of at most GEMV_MAX_M tokens runs five fused kernels per layer."
     def forward(self, input_ids, positions, attn):
