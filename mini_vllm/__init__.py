@@ -15,6 +15,6 @@ Docs: https://mini-vllm.github.io/mini_vllm/index.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../nbs/index.ipynb #48fa7100
+# %% ../nbs/index.ipynb #9925b85a
 from .llm import LLM, CompletionOutput, LLMEngine, RequestOutput
 from .sampling import SamplingParams

@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/cuda_graphs.html.md"""
 # %% auto #0
 __all__ = ['RUN_AHEAD', 'graph_buckets', 'CUDAGraphRunner', 'greedy_tokens']
 
-# %% ../nbs/04h_cuda_graphs.ipynb #aea2fe63
+# %% ../nbs/04h_cuda_graphs.ipynb #615d1ac4
 import torch
 from fastcore.basics import patch
 
@@ -15,16 +15,16 @@ from dataclasses import dataclass
 
 from .block_pool import KVCacheManager, cdiv
 from .model_runner import ModelRunner, StepResult
-from .sampling import sample
-from .paged_attention import AttentionMetadata, PagedKVCache
+from .sampling import SamplingTensors, sample
+from .paged_attention import AttentionMetadata, PagedKVCache, block_table_tensor
 from .triton_kernels import TritonPagedAttention, tl, triton
 
-# %% ../nbs/04h_cuda_graphs.ipynb #c5812b8f
+# %% ../nbs/04h_cuda_graphs.ipynb #8c83fa6c
 def graph_buckets(max_num_seqs: int) -> list[int]:
     "Batch sizes to capture: 1, 2, 4, 8, then every 16, up to max_num_seqs."
     return sorted({b for b in [1, 2, 4, 8, *range(16, max_num_seqs + 16, 16)] if b < max_num_seqs} | {max_num_seqs})
 
-# %% ../nbs/04h_cuda_graphs.ipynb #c2ae4ed2
+# %% ../nbs/04h_cuda_graphs.ipynb #e01ae6f8
 class CUDAGraphRunner(ModelRunner):
     "A ModelRunner that replays CUDA graphs, one per batch-size bucket, for decode steps."
     def __init__(self, model, cache: PagedKVCache, kv: KVCacheManager, max_num_seqs: int, max_model_len: int,
@@ -47,7 +47,7 @@ class CUDAGraphRunner(ModelRunner):
         self.ids[n:b] = 0; self.pos[n:b] = 0; self.seq_lens[n:b] = 1
         self.slots[n:b] = self.scratch * self.kv.block_size; self.bt[n:b] = self.scratch
 
-# %% ../nbs/04h_cuda_graphs.ipynb #0bf23361
+# %% ../nbs/04h_cuda_graphs.ipynb #aa31e7ea
 @patch
 def _capture(self: CUDAGraphRunner, b: int):
     "Record the decode forward pass for a batch of b rows (or keep it as a function when not capturing)."
@@ -64,7 +64,7 @@ def _capture(self: CUDAGraphRunner, b: int):
     with torch.cuda.graph(g, pool=self.pool), torch.inference_mode(): run()
     self.pool, self.graphs[b] = g.pool(), g.replay
 
-# %% ../nbs/04h_cuda_graphs.ipynb #9ad6620d
+# %% ../nbs/04h_cuda_graphs.ipynb #75860ac4
 @patch
 def logits(self: CUDAGraphRunner, input_ids, meta: AttentionMetadata, rows) -> torch.Tensor:
     "Decode steps: replay the bucket's graph; other steps: the eager forward pass."
@@ -78,7 +78,7 @@ def logits(self: CUDAGraphRunner, input_ids, meta: AttentionMetadata, rows) -> t
     self.graphs[b]()
     return self.out[:n]                                   # every row of a decode step samples: rows == 0..n-1
 
-# %% ../nbs/04h_cuda_graphs.ipynb #795e19d4
+# %% ../nbs/04h_cuda_graphs.ipynb #54a81c2f
 @triton.jit(do_not_specialize=["n"])          # n, the batch size, changes from step to step
 def _advance_kernel(tok_ptr, ids_ptr, pos_ptr, slots_ptr, seq_lens_ptr, bt_ptr, n, stride_bt,
                     BLOCK_SIZE: tl.constexpr, BLOCK: tl.constexpr):
@@ -101,7 +101,7 @@ def next_logits(self: CUDAGraphRunner, tokens, meta, rows):
     self.graphs[b]()
     return self.out[:n], None
 
-# %% ../nbs/04h_cuda_graphs.ipynb #b2afded2
+# %% ../nbs/04h_cuda_graphs.ipynb #b8effea3
 @triton.jit
 def _nan_to_inf(x): return tl.where(x != x, float("inf"), x)            # NaN counts as largest, as in torch
 
@@ -131,7 +131,7 @@ def sample_tokens(self: CUDAGraphRunner, logits, st):
     "Greedy batches: the Triton argmax; any other: `sample`."
     return greedy_tokens(logits) if st.all_greedy else sample(logits, st)
 
-# %% ../nbs/04h_cuda_graphs.ipynb #f1d90f43
+# %% ../nbs/04h_cuda_graphs.ipynb #43e8d95f
 RUN_AHEAD = True                         # False: every round trip waits for the host (for measuring what this buys)
 
 @dataclass
@@ -140,7 +140,7 @@ class _Ahead:
     requests: list                       # the Request objects, in the batch's order
     num_computed: list[int]              # each request's num_computed_tokens when the step is its next
     tokens: torch.Tensor                 # (n,) the step's greedy tokens
-    st: object                           # the requests' SamplingTensors, all greedy
+    st: SamplingTensors                  # the requests' sampling settings, all greedy
 
     def fits(self, out) -> bool:
         "Whether `out` is the step that was run ahead."
@@ -158,10 +158,8 @@ def _may_run_ahead(self: CUDAGraphRunner, reqs, num_steps: int, st) -> bool:
 @patch
 def _copy_tables(self: CUDAGraphRunner, reqs):
     "The requests' block tables into the graph's buffer, from pinned memory without a wait (tables only grow)."
-    tables = [self.kv.block_table(r.request_id) for r in reqs]
-    w = max(map(len, tables))
-    t = torch.tensor([t + [self.scratch] * (w - len(t)) for t in tables], dtype=torch.int32)
-    self.bt[:len(reqs), :w].copy_(t.pin_memory() if self.bt.is_cuda else t, non_blocking=True)
+    t = block_table_tensor([self.kv.block_table(r.request_id) for r in reqs])
+    self.bt[:len(reqs), :t.shape[1]].copy_(t.pin_memory() if self.bt.is_cuda else t, non_blocking=True)
 
 @patch
 def fetch_tokens(self: CUDAGraphRunner, steps, reqs, st) -> list[list[int]]:
@@ -174,12 +172,11 @@ def fetch_tokens(self: CUDAGraphRunner, steps, reqs, st) -> list[list[int]]:
     if done: done.record()
     self._copy_tables(reqs)                                              # its slot may be in a block just added
     logits, _ = self.next_logits(steps[-1], None, None)                  # queued behind the copies
-    self.ahead = _Ahead(list(reqs), [r.num_computed_tokens + len(steps) for r in reqs],
-                        greedy_tokens(logits), st)
+    self.ahead = _Ahead(list(reqs), [r.num_computed_tokens + len(steps) for r in reqs], self.sample_tokens(logits, st), st)
     if done: done.synchronize()                                          # the copy only, not the step after it
     return host.tolist()
 
-# %% ../nbs/04h_cuda_graphs.ipynb #e2bce242
+# %% ../nbs/04h_cuda_graphs.ipynb #857567fa
 @patch
 @torch.inference_mode()
 def execute(self: CUDAGraphRunner, out, num_steps: int = 1) -> StepResult:
@@ -191,8 +188,5 @@ def execute(self: CUDAGraphRunner, out, num_steps: int = 1) -> StepResult:
     self.ahead_used += 1
     reqs = out.requests
     self._copy_tables(reqs)
-    steps = [ahead.tokens]
-    for _ in range(num_steps - 1):
-        logits, _ = self.next_logits(steps[-1], None, None)
-        steps.append(greedy_tokens(logits))
+    steps = self.decode_steps(ahead.tokens, None, None, ahead.st, num_steps)
     return StepResult(dict(zip((r.request_id for r in reqs), self.fetch_tokens(steps, reqs, ahead.st))), {})

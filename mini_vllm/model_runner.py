@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/model_runner.html.md"""
 # %% auto #0
 __all__ = ['StepInputs', 'ModelRunner', 'StepResult', 'advance']
 
-# %% ../nbs/04d_model_runner.ipynb #8df57ced
+# %% ../nbs/04d_model_runner.ipynb #1e266775
 import math
 from dataclasses import dataclass, replace
 from itertools import accumulate
@@ -20,7 +20,7 @@ from .paged_attention import AttentionMetadata, PagedKVCache, get_attention_back
 from .sampling import SamplingTensors, sample
 from .scheduler import Request, SchedulerOutput, samples
 
-# %% ../nbs/04d_model_runner.ipynb #ece17b97
+# %% ../nbs/04d_model_runner.ipynb #9ce8037b
 @dataclass
 class StepInputs:
     "Everything one forward pass needs."
@@ -29,7 +29,7 @@ class StepInputs:
     logits_indices: torch.Tensor   # (S,) rows of the step whose logits are sampled
     sampling: list[Request]        # the S requests that get a token
 
-# %% ../nbs/04d_model_runner.ipynb #c76b4cb0
+# %% ../nbs/04d_model_runner.ipynb #c2a885c7
 class ModelRunner:
     "Runs a SchedulerOutput as one forward pass over the paged cache and samples the new tokens."
     def __init__(self, model, cache: PagedKVCache, kv: KVCacheManager, attention_backend: str = "torch"):
@@ -51,7 +51,7 @@ class ModelRunner:
                           torch.tensor([ends[i] - 1 for i in rows], dtype=torch.long, device=self.device),
                           [out.requests[i] for i in rows])
 
-# %% ../nbs/04d_model_runner.ipynb #9d7ef823
+# %% ../nbs/04d_model_runner.ipynb #ffaedc7a
 @dataclass
 class StepResult:
     "Tokens sampled in a step (a list per request), and log-probabilities for the requests that asked."
@@ -78,7 +78,7 @@ def _logprobs(logits: torch.Tensor, tokens: torch.Tensor, reqs: list[Request]) -
         out[r.request_id] = d
     return out
 
-# %% ../nbs/04d_model_runner.ipynb #5eab64fb
+# %% ../nbs/04d_model_runner.ipynb #aa913321
 @patch
 def logits(self: ModelRunner, input_ids: torch.Tensor, meta: AttentionMetadata, rows: torch.Tensor) -> torch.Tensor:
     "One forward pass over a step's tokens; the fp32 logits at `rows`."
@@ -90,7 +90,7 @@ def sample_tokens(self: ModelRunner, logits: torch.Tensor, st: SamplingTensors) 
     "One token per row of `logits`, by each row's settings."
     return sample(logits, st)
 
-# %% ../nbs/04d_model_runner.ipynb #349c1068
+# %% ../nbs/04d_model_runner.ipynb #c587969e
 @patch
 @torch.inference_mode()
 def execute(self: ModelRunner, out: SchedulerOutput, num_steps: int = 1) -> StepResult:
@@ -101,21 +101,26 @@ def execute(self: ModelRunner, out: SchedulerOutput, num_steps: int = 1) -> Step
     raw = logits.clone() if any(r.sampling_params.logprobs is not None for r in x.sampling) else None
     _mask_stop_tokens(logits, x.sampling)
     st = SamplingTensors.from_params([r.sampling_params for r in x.sampling], [r.generator for r in x.sampling], self.device)
-    steps = [self.sample_tokens(logits, st)]
-    meta = x.meta
-    for _ in range(num_steps - 1):                                  # further decode steps, no host round trip
-        logits, meta = self.next_logits(steps[-1], meta, x.logits_indices)
-        steps.append(self.sample_tokens(logits, st))
+    steps = self.decode_steps(self.sample_tokens(logits, st), x.meta, x.logits_indices, st, num_steps)
     tokens = self.fetch_tokens(steps, x.sampling, st)               # (S, num_steps): the only host sync
     return StepResult(dict(zip((r.request_id for r in x.sampling), tokens)),
                       _logprobs(raw, steps[0], x.sampling) if raw is not None else {})
+
+@patch
+def decode_steps(self: ModelRunner, first: torch.Tensor, meta, rows, st: SamplingTensors, num_steps: int) -> list[torch.Tensor]:
+    "The tokens of num_steps steps, the first given: each further decode step is fed the last, no host round trip."
+    steps = [first]
+    for _ in range(num_steps - 1):
+        logits, meta = self.next_logits(steps[-1], meta, rows)
+        steps.append(self.sample_tokens(logits, st))
+    return steps
 
 @patch
 def fetch_tokens(self: ModelRunner, steps: list[torch.Tensor], reqs: list[Request], st: SamplingTensors) -> list[list[int]]:
     "The sampled tokens on the host, a list of num_steps per request: the step waits here for the GPU."
     return torch.stack(steps, 1).tolist()
 
-# %% ../nbs/04d_model_runner.ipynb #0c1a791d
+# %% ../nbs/04d_model_runner.ipynb #9507417b
 def advance(meta: AttentionMetadata, block_size: int) -> AttentionMetadata:
     "The metadata of the next decode step, with every request one token further."
     pos = meta.positions + 1                                                                 # (B,)
