@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One GPU run for the book, in at most 9 minutes: the fp16 path (the one a T4 takes) checked by gpu_bench, and the
+# GPU cells of the Triton chapters executed with their outputs saved, ready for tools/merge_outputs.py.
+#
+#   bash benchmarks/gpu_book.sh [STEP ...]     STEP: env bench bf16ref notebooks (default: env bench notebooks)
+#
+# Run from the repo root. Everything goes under $OUT (default ./gpu_book_out), at most 8 files, none deeper than
+# $OUT/a/b/file: env.txt, <step>.log per step, gpu_bench_fp16.json (and _bf16), bench_extras.tgz, notebooks.tgz.
+# Each step runs in its own process under its own time limit, so one that fails or hangs leaves the others' files.
+# Wheels for what the GPU image lacks (fastcore) are taken from $WHEELS (default .whl), as benchmarks/README.md says.
+set -u
+OUT=${OUT:-$PWD/gpu_book_out}
+WHEELS=${WHEELS:-.whl}
+COMMIT=${MINI_VLLM_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+NOTEBOOKS="nbs/04g_triton_kernels.ipynb nbs/04h_cuda_graphs.ipynb nbs/04i_small_batch.ipynb"
+STEPS=${*:-env bench notebooks}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 MINI_VLLM_COMMIT=$COMMIT
+
+if ls "$WHEELS"/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        "$WHEELS"/*.whl >> "$OUT/env.txt" 2>&1 || echo "wheel install failed: see env.txt"
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+
+step() {    # step NAME SECONDS COMMAND...: run COMMAND in its own process, its output in $OUT/NAME.log
+    local name=$1 limit=$2; shift 2
+    local t0=$SECONDS
+    timeout --kill-after=10 "$limit" "$@" > "$OUT/$name.log" 2>&1
+    local rc=$?
+    echo "[$name] rc=$rc $((SECONDS - t0))s" | tee -a "$OUT/$name.log"
+}
+
+for s in $STEPS; do case $s in
+env)
+    { echo "commit $COMMIT"; date -u; nvidia-smi; python3 -c "import sys, torch, triton, transformers
+print(sys.version); print('torch', torch.__version__, 'triton', triton.__version__)
+print('transformers', transformers.__version__)
+print(torch.cuda.get_device_name(0), 'capability', torch.cuda.get_device_capability(0))"; } >> "$OUT/env.txt" 2>&1 ;;
+bench)                                  # fp16: kernels, greedy agreement, throughput, batch 1
+    step bench 330 python3 benchmarks/gpu_bench.py --dtype float16 --out /tmp/bench_fp16 \
+        --sections env,kernels,correct,thru,batch1 --thru-variants steps32_b16384
+    cp /tmp/bench_fp16/gpu_bench.json "$OUT/gpu_bench_fp16.json" 2>/dev/null
+    (cd /tmp/bench_fp16 && tar czf "$OUT/bench_extras.tgz" --exclude=gpu_bench.json .) ;;
+bf16ref)                                # the same throughput in bf16, same machine, for the ratio
+    step bf16ref 90 python3 benchmarks/gpu_bench.py --dtype bfloat16 --out /tmp/bench_bf16 \
+        --sections env,thru --thru-variants steps32_b16384
+    cp /tmp/bench_bf16/gpu_bench.json "$OUT/gpu_bench_bf16.json" 2>/dev/null ;;
+notebooks)                              # the chapters' GPU cells, outputs saved into copies of the notebooks
+    step notebooks 200 python3 tools/run_cells.py --flags gpu --save-outputs /tmp/executed $NOTEBOOKS
+    (cd /tmp && tar czf "$OUT/notebooks.tgz" executed) ;;
+*) echo "unknown step $s (env bench bf16ref notebooks)" ;;
+esac; done
+ls -la "$OUT"
