@@ -7,8 +7,8 @@ Docs: https://mini-vllm.github.io/mini_vllm/model.html.md"""
 # %% auto #0
 __all__ = ['ROPE_TYPES', 'MODEL_CLASSES', 'DTYPES', 'LOAD_FORMATS', 'CausalAttention', 'RMSNorm', 'rope_tables', 'apply_rope',
            'LlamaAttention', 'LlamaMLP', 'LlamaDecoderLayer', 'LlamaModel', 'LlamaForCausalLM', 'Conv1D', 'gelu_new',
-           'GPT2Attention', 'GPT2MLP', 'GPT2Block', 'GPT2Model', 'GPT2LMHeadModel', 'resolve_device', 'resolve_dtype',
-           'load_model', 'stacked_shards', 'load_weights', 'init_dummy_weights']
+           'GPT2Attention', 'GPT2MLP', 'GPT2Block', 'GPT2Model', 'GPT2LMHeadModel', 'has_native_bf16', 'resolve_device',
+           'resolve_dtype', 'load_model', 'stacked_shards', 'load_weights', 'init_dummy_weights']
 
 # %% ../nbs/01a_model.ipynb #232dec8f
 import math
@@ -205,6 +205,11 @@ class GPT2LMHeadModel(nn.Module):
     def forward(self, input_ids, positions, attn): return self.transformer(input_ids, positions, attn)
     def compute_logits(self, hidden): return self.lm_head(hidden).float()
 
+# %% ../nbs/01a_model.ipynb #180b960f
+def has_native_bf16(device: torch.device) -> bool:
+    "Whether `device` is a GPU that computes in bf16 natively (compute capability 8.0 or newer, not a T4)."
+    return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 8
+
 # %% ../nbs/01a_model.ipynb #1d0cd209
 MODEL_CLASSES = {"llama": LlamaForCausalLM, "gpt2": GPT2LMHeadModel}
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float": torch.float32, "bfloat16": torch.bfloat16,
@@ -224,7 +229,7 @@ def resolve_dtype(dtype, cfg: ModelConfig, device: torch.device) -> torch.dtype:
         return DTYPES[dtype]
     if device.type == "cuda":
         if cfg.dtype == torch.float16: return torch.float16
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.bfloat16 if has_native_bf16(device) else torch.float16
     return torch.float32 if cfg.dtype == torch.float16 else cfg.dtype
 
 # %% ../nbs/01a_model.ipynb #959ad214
@@ -266,6 +271,7 @@ def _checkpoint_names(params: dict, shards: dict) -> dict[str, tuple[str, int | 
         for p, (fused, start, size) in pieces: out[k.replace(f".{fused}.", f".{p}.")] = (k, start, size)
     return out
 
+# %% ../nbs/01a_model.ipynb #ef7d0f9a
 def load_weights(m: nn.Module, path: Path, shard=None):
     "Copy a checkpoint folder's tensors into `m` (each through `shard(name, tensor)` if given), failing on missing or mis-shaped ones."
     params = dict(m.named_parameters())                         # a tied lm_head appears once, as the embedding
@@ -285,6 +291,7 @@ def load_weights(m: nn.Module, path: Path, shard=None):
         dest.copy_(t); missing.discard(name)
     if missing: raise ValueError(f"checkpoint {path} lacks {len(missing)} tensors, e.g. {sorted(missing)[:3]}")
 
+# %% ../nbs/01a_model.ipynb #649eeb89
 def init_dummy_weights(m: nn.Module, std: float = 0.02, seed: int = 0):
     "Random weights for benchmarks (values do not affect speed): norms 1, biases 0, matrices N(0, std)."
     g = torch.Generator(device=next(m.parameters()).device).manual_seed(seed)
