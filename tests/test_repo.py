@@ -35,3 +35,8 @@ def test_notebooks_are_clean(tmp_path):
 def test_readme_matches_index_notebook():
     r = subprocess.run([sys.executable, ROOT / "tools" / "make_readme.py", "--check"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_chapters_open_in_colab_and_kaggle():
+    r = subprocess.run([sys.executable, ROOT / "tools" / "colab.py", "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
