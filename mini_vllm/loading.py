@@ -94,8 +94,9 @@ def default_model_path() -> Path:
     "The default model's folder: converted from the GGUF on first use, reused afterwards."
     out = cache_dir()/DEFAULT_MODEL
     if not (out/"config.json").exists():
+        gguf = smollm2_gguf()
         print(f"converting {DEFAULT_MODEL} from GGUF into {out} (once, about 30 s)", file=sys.stderr)
-        convert_gguf(smollm2_gguf(), out)
+        convert_gguf(gguf, out)
     return out
 
 # %% ../nbs/00a_loading.ipynb #508a5abc
