@@ -14,9 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 BADGES_ID, INSTALL_ID = "colab-badges", "colab-install"
 INSTALL_MARK = "# On Colab or Kaggle this installs the book"
 
-BADGES = """\
-[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/{gh}/blob/main/nbs/{name})
-[![Open In Kaggle](https://kaggle.com/static/images/open-in-kaggle.svg)](https://kaggle.com/kernels/welcome?src={repo}/blob/main/nbs/{name})"""
+COLAB, KAGGLE = "https://colab.research.google.com", "https://kaggle.com"
+BADGES = "\n".join([
+    "[![Open In Colab]({colab}/assets/colab-badge.svg)]({colab}/github/{gh}/blob/main/nbs/{name})",
+    "[![Open In Kaggle]({kaggle}/static/images/open-in-kaggle.svg)]({kaggle}/kernels/welcome?src={repo}/blob/main/nbs/{name})"])
 
 INSTALL = "#| hide\n" + INSTALL_MARK + """ (a clone of its repository); in a checkout it does nothing.
 import importlib.util, os, subprocess, sys
@@ -53,7 +54,7 @@ def with_colab(nb: dict, name: str, repo: str) -> dict:
     gh = repo.removeprefix("https://github.com/")
     cells = [c for c in nb["cells"] if not _ours(c)]
     title = 1 if cells and cells[0]["cell_type"] == "markdown" and "".join(cells[0]["source"]).startswith("# ") else 0
-    badges = _cell("markdown", BADGES_ID, BADGES.format(gh=gh, repo=repo, name=name))
+    badges = _cell("markdown", BADGES_ID, BADGES.format(colab=COLAB, kaggle=KAGGLE, gh=gh, repo=repo, name=name))
     install = _cell("code", INSTALL_ID, INSTALL.format(repo=repo))
     return {**nb, "cells": [badges, *cells[:title], install, *cells[title:]]}
 
@@ -78,5 +79,6 @@ if __name__ == "__main__":
         if new == nb: continue
         stale.append(path.name)
         if not a.check: path.write_text(dumps(new))
-    if a.check and stale: sys.exit(f"no or out-of-date Colab/Kaggle cells in {', '.join(stale)}: run python tools/colab.py")
+    if a.check and stale:
+        sys.exit(f"no or out-of-date Colab/Kaggle cells in {', '.join(stale)}: run python tools/colab.py")
     print(f"{len(stale)} notebook(s) {'to update' if a.check else 'updated'}")
