@@ -1,7 +1,9 @@
 """Render nbs/index.ipynb (the book's front page) into README.md.
 
 nbdev-readme needs Quarto, which cannot be installed here; this does the same job for a
-front page of markdown and small code cells. `--check` exits 1 when README.md is stale.
+front page of markdown and small code cells. A cell flagged `#| code-fold: true` or `#| echo: false`
+shows its text output without its code; plots stay on the website (`.ci/docs`), not in the README.
+`--check` exits 1 when README.md is stale.
 """
 import json, sys
 from pathlib import Path
@@ -13,6 +15,7 @@ HEADER = "<!-- Generated from nbs/index.ipynb by tools/make_readme.py: edit the 
 def _text_outputs(cell) -> str:
     parts = []
     for o in cell.get("outputs", []):
+        if any(k.startswith("image/") for k in o.get("data", {})): continue  # a plot: its text/plain is "<Figure ...>"
         t = o.get("text") or o.get("data", {}).get("text/plain") or ""
         parts.append("".join(t))
     return "".join(parts).rstrip("\n")
@@ -29,6 +32,7 @@ def render(nb_path=ROOT / "nbs" / "index.ipynb") -> str:
         if any(l.strip() in ("#| hide", "#|hide") for l in lines) or any(l.startswith("#| default_exp") for l in lines):
             continue
         code = "\n".join(l for l in lines if not l.startswith("#|")).strip("\n")
+        if any(l.replace(" ", "") in ("#|code-fold:true", "#|echo:false") for l in lines): code = ""
         if code: out.append(f"```python\n{code}\n```")
         if outputs := _text_outputs(c): out.append(f"```\n{outputs}\n```")
     return HEADER + "\n\n".join(out) + "\n"
