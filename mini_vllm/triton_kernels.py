@@ -134,7 +134,7 @@ def _kv_tile(k_ptr, v_ptr, slot, mask, kvh, HKV: tl.constexpr, D: tl.constexpr):
     v = tl.load(v_ptr + off[:, None] + d[None, :], mask=mask[:, None], other=0.0)
     return k, v
 
-
+# %% ../nbs/04g_triton_kernels.ipynb #91cfc557
 @triton.jit
 def _written_now(slot, slot_ptr, num_new, STEP_PAD: tl.constexpr):
     "Which of `slot` the step itself writes (its slot mapping, num_new entries; none when STEP_PAD is 0)."
@@ -143,7 +143,7 @@ def _written_now(slot, slot_ptr, num_new, STEP_PAD: tl.constexpr):
         fresh = fresh | (slot == tl.load(slot_ptr + i, mask=i < num_new, other=-1))
     return fresh
 
-
+# %% ../nbs/04g_triton_kernels.ipynb #a487af0e
 @triton.jit
 def _online_softmax(q, k, v, keep, m_i, l_i, acc, qk_scale, IEEE: tl.constexpr):
     "One tile of flash attention: the scores of queries q against keys k (where keep) folded into m, l and acc."
@@ -157,7 +157,7 @@ def _online_softmax(q, k, v, keep, m_i, l_i, acc, qk_scale, IEEE: tl.constexpr):
     acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee" if IEEE else "tf32")
     return m_new, l_i, acc
 
-
+# %% ../nbs/04g_triton_kernels.ipynb #862834da
 @triton.jit
 def _merge_partitions(acc_ptr, ml_ptr, row0, live, G_PAD: tl.constexpr, G2: tl.constexpr, D: tl.constexpr,
                       PARTS: tl.constexpr):
@@ -180,7 +180,7 @@ def _merge_partitions(acc_ptr, ml_ptr, row0, live, G_PAD: tl.constexpr, G2: tl.c
         m_all = m_new
     return o / l_all[:, None]
 
-
+# %% ../nbs/04g_triton_kernels.ipynb #463e626d
 @triton.jit
 def _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, lo, end, kvh, qk_scale, HKV: tl.constexpr,
                   D: tl.constexpr, BLOCK_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, IEEE: tl.constexpr):
@@ -199,7 +199,7 @@ def _store_heads(o_ptr, o, tok, kvh, g, stride_ot, stride_oh, G: tl.constexpr, D
     tl.store(o_ptr + tok * stride_ot + (kvh * G + g)[:, None] * stride_oh + d[None, :], o.to(o_ptr.dtype.element_ty),
              mask=(g < G)[:, None])
 
-
+# %% ../nbs/04g_triton_kernels.ipynb #d8e7d33c
 @triton.jit(do_not_specialize=["stride_bt", "num_parts"])      # they change from step to step
 def _decode_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, seq_lens_ptr, qsl_ptr, reqs_ptr,
                    slot_ptr, num_new, scale, stride_qt, stride_qh, stride_ot, stride_oh, stride_bt, num_parts, partition,
@@ -254,7 +254,7 @@ def _decode_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_pt
                     o = _merge_partitions(acc_ptr, ml_ptr, row0, live, G_PAD, G2, D, PARTS)
                     _store_heads(o_ptr, o, tok, kvh, tl.arange(0, G2), stride_ot, stride_oh, G, D)
 
-
+# %% ../nbs/04g_triton_kernels.ipynb #c4f57cf6
 DECODE_TILING = dict(block_n=64, num_warps=2, num_stages=4)   # the best of a sweep on an H200 (benchmarks/gpu_bench.py, attnbw)
 
 def decode_partition(num_programs: int, max_seq_len: int, num_sms: int, block_n: int = 64) -> int:
@@ -263,6 +263,7 @@ def decode_partition(num_programs: int, max_seq_len: int, num_sms: int, block_n:
     if num_programs >= 2 * num_sms: return whole
     return max(block_n, min(whole, triton.next_power_of_2(triton.cdiv(max_seq_len * num_programs, 2 * num_sms))))
 
+# %% ../nbs/04g_triton_kernels.ipynb #310c0ac3
 _ARRIVALS = {}     # device -> counter buffers, the newest last; older ones stay alive for the graphs that use them
 
 def _arrival_counts(device, n: int) -> torch.Tensor:
@@ -274,6 +275,7 @@ def _arrival_counts(device, n: int) -> torch.Tensor:
         bufs.append(torch.zeros(max(n, 1024), dtype=torch.int32, device=device))
     return bufs[-1]
 
+# %% ../nbs/04g_triton_kernels.ipynb #828a691d
 def paged_decode_attention(out, q, k_cache, v_cache, block_tables, seq_lens, query_start_loc, reqs, scale,
                            max_seq_len: int, partition: int | None = None, block_n: int | None = None,
                            num_warps: int | None = None, num_stages: int | None = None, pdl: bool = False,
@@ -332,6 +334,7 @@ def _prefill_kernel(o_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, seq_lens_ptr, qsl_ptr, t
     o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
     tl.store(o_ptr + (q0 + m)[:, None] * stride_ot + h * stride_oh + d[None, :], o.to(o_ptr.dtype.element_ty), mask=mm[:, None])
 
+# %% ../nbs/04g_triton_kernels.ipynb #c56b5876
 def prefill_tiles(query_lens: list[int], block_m: int) -> list[tuple[int, int]]:
     "(request, first query) of every BLOCK_M tile of the requests that bring more than one token."
     return [(r, m0) for r, n in enumerate(query_lens) if n > 1 for m0 in range(0, n, block_m)]
