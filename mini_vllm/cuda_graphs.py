@@ -147,6 +147,7 @@ class _Ahead:
         return (len(out.requests) == len(self.requests) and all(a is b for a, b in zip(out.requests, self.requests))
                 and all(n == 1 for n in out.num_new_tokens) and [r.num_computed_tokens for r in out.requests] == self.num_computed)
 
+# %% ../nbs/04h_cuda_graphs.ipynb #6d9a4085
 @patch
 def _may_run_ahead(self: CUDAGraphRunner, reqs, num_steps: int, st) -> bool:
     "A greedy round trip of graph replays whose requests all go on after it, with a cache slot for one more step."
@@ -161,6 +162,7 @@ def _copy_tables(self: CUDAGraphRunner, reqs):
     t = block_table_tensor([self.kv.block_table(r.request_id) for r in reqs])
     self.bt[:len(reqs), :t.shape[1]].copy_(t.pin_memory() if self.bt.is_cuda else t, non_blocking=True)
 
+# %% ../nbs/04h_cuda_graphs.ipynb #ed0f5c2e
 @patch
 def fetch_tokens(self: CUDAGraphRunner, steps, reqs, st) -> list[list[int]]:
     "The round trip's tokens on the host; meanwhile, where it may, the GPU runs the next round trip's first step."
