@@ -30,7 +30,7 @@ def _w_chunk(w_ptr, n, nm, k0, K, EVEN_K: tl.constexpr, BLOCK_K: tl.constexpr):
     return tl.load(w_ptr + n.to(tl.int64)[:, None] * K + k[None, :],
                    mask=nm[:, None] if EVEN_K else nm[:, None] & (k < K)[None, :], other=0.0)
 
-
+# %% ../nbs/04i_small_batch.ipynb #1938a3aa
 @triton.jit
 def _start(n, nm, w_ptr, K, PDL: tl.constexpr, EVEN_K: tl.constexpr, BLOCK_K: tl.constexpr):
     """A kernel's first steps: ask for its first weight chunk, which no other kernel writes; then, with PDL, let the
@@ -41,7 +41,7 @@ def _start(n, nm, w_ptr, K, PDL: tl.constexpr, EVEN_K: tl.constexpr, BLOCK_K: tl
         tl.extra.cuda.gdc_wait()
     return w0
 
-
+# %% ../nbs/04i_small_batch.ipynb #928a7b0d
 @triton.jit
 def _fma_chunk(acc, ss, w, x_ptr, nw_ptr, m, mm, k0, K, stride_x, NORM: tl.constexpr, EVEN_K: tl.constexpr,
                M_PAD: tl.constexpr, BLOCK_K: tl.constexpr):
@@ -105,7 +105,7 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, res_ptr, out_ptr, M, N, K, stride_
         y = tl.load(res_ptr + m[:, None] * stride_res + n[None, :], mask=mask, other=0.0).to(tl.float32) + y.to(tl.float32)
     tl.store(out_ptr + m[:, None] * stride_out + n[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
 
-
+# %% ../nbs/04i_small_batch.ipynb #74aa9c9f
 GEMV_MAX_M = 2            # the model's small path: up to this many tokens (beyond, cuBLAS wins; benchmarks/README.md)
 GEMV_TILING = {           # (rows rounded up to a power of 2, shape): the best of sweeps on an H200 (benchmarks/README.md)
     (1, "narrow"): dict(block_n=4, block_k=2048, num_warps=4), (1, "wide"): dict(block_n=4, block_k=2048, num_warps=8),
@@ -127,7 +127,7 @@ def _tiling(M, N, K, kind=None, **over):
     t["block_k"] = min(t["block_k"], triton.next_power_of_2(K))
     return M_PAD, t
 
-
+# %% ../nbs/04i_small_batch.ipynb #f4c3bead
 def gemv(x, w, bias=None, *, norm_weight=None, eps=1e-6, silu_out=False, residual=None, out=None, out_dtype=None,
          pdl=False, **tiling):
     """y = x @ w.T (+ bias) for a few rows x (at most 8), one pass over w. Prologue: RMSNorm of x with `norm_weight`.
@@ -181,8 +181,7 @@ def _qkv_rope_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, qkv_ptr, cos_ptr, sin_ptr, pos
         else: dst = vc_ptr + slot[:, None] * (HKV * D) + (head - H - HKV) * D + j[None, :]
         tl.store(dst, o1, mask=mm[:, None]); tl.store(dst + HALF, o2, mask=mm[:, None])
 
-
-
+# %% ../nbs/04i_small_batch.ipynb #c46cacf5
 def qkv_rope_write(x, norm_weight, eps, w, bias, rope_cos, rope_sin, positions, slot_mapping, k_cache, v_cache,
                    num_heads, num_kv_heads, head_dim, block_h=None, pdl=False, **tiling):
     """RMSNorm(x) @ w.T (+ bias) for Llama's stacked q, k, v; q and k rotated to their positions; k and v written
