@@ -81,18 +81,8 @@ class LLMEngine:
             raise ValueError(f"num_scheduler_steps must be an integer >= 1, got {num_scheduler_steps!r}")
         get_attention_backend(attention_backend)                 # fail on a bad name before loading anything
         torch.manual_seed(seed)                                   # unseeded requests sample from this
-        if not (isinstance(tensor_parallel_size, int) and tensor_parallel_size >= 1):
-            raise ValueError(f"tensor_parallel_size must be an integer >= 1, got {tensor_parallel_size!r}")
-        self.tp = None
-        if tensor_parallel_size > 1:                               # ranks 1..N-1 in processes of their own (chapter 09)
-            from mini_vllm.tensor_parallel import TensorParallelGroup
-            self.tp = TensorParallelGroup(tensor_parallel_size, model, dtype, device, load_format, tp_timeout_s)
-            self.model = self.tp.model
-        else: self.model = load_model(model, dtype=dtype, device=device, load_format=load_format)
-        if attention_backend == "triton":                         # the fused-kernel forward that goes with it
-            from mini_vllm.small_batch import use_small_batch_kernels
-            from mini_vllm.triton_kernels import use_triton_kernels
-            use_small_batch_kernels(use_triton_kernels(self.model))
+        self.model, self.tp = _load_engine_model(model, dtype, device, load_format, attention_backend,
+                                                 tensor_parallel_size, tp_timeout_s)
         self.tokenizer, cfg, w = load_tokenizer(self.model.path), self.model.config, next(self.model.parameters())
         self.device, self.dtype = w.device, w.dtype
         if max_model_len is not None and max_model_len > cfg.max_position_embeddings:
@@ -105,19 +95,41 @@ class LLMEngine:
         self.kv = KVCacheManager(num_kv_blocks, block_size, enable_prefix_caching)
         self.scheduler = Scheduler(self.kv, max_num_seqs, budget, self.max_model_len)
         self.cache = PagedKVCache.allocate(cfg, num_kv_blocks + 1, block_size, self.dtype, self.device)  # + a scratch block
-        cuda = self.device.type == "cuda"
-        self.num_scheduler_steps = num_scheduler_steps or (32 if cuda else 1)
-        if self.tp is not None:
-            from mini_vllm.tensor_parallel import TPModelRunner
-            self.runner = TPModelRunner(self.tp, self.cache, self.kv, attention_backend)
-        elif cuda and attention_backend == "triton" and not enforce_eager:        # CUDA graphs for decode steps (04h)
-            from mini_vllm.cuda_graphs import CUDAGraphRunner
-            self.runner = CUDAGraphRunner(self.model, self.cache, self.kv, max_num_seqs, self.max_model_len)
-        else: self.runner = ModelRunner(self.model, self.cache, self.kv, attention_backend)
+        self.num_scheduler_steps = num_scheduler_steps or (32 if self.device.type == "cuda" else 1)
+        self.runner = self._make_runner(attention_backend, enforce_eager, max_num_seqs)
         self.weight_bytes = sum(p.nbytes for p in self.model.parameters())   # a tied matrix counts once
         self.parents: dict[str, _Parent] = {}                     # request id -> its prompt's children
         self.children: dict[str, tuple[_Parent, int]] = {}        # child request id -> (parent, index)
         self.ids = itertools.count()
+
+# %% ../nbs/04e_llm.ipynb #fffd77c8
+def _load_engine_model(model, dtype, device, load_format, attention_backend, tensor_parallel_size, tp_timeout_s):
+    "The model and its tensor-parallel group (None on one device), with the forward its attention backend needs."
+    if not (isinstance(tensor_parallel_size, int) and tensor_parallel_size >= 1):
+        raise ValueError(f"tensor_parallel_size must be an integer >= 1, got {tensor_parallel_size!r}")
+    tp = None
+    if tensor_parallel_size > 1:                               # ranks 1..N-1 in processes of their own (chapter 09)
+        from mini_vllm.tensor_parallel import TensorParallelGroup
+        tp = TensorParallelGroup(tensor_parallel_size, model, dtype, device, load_format, tp_timeout_s)
+        loaded = tp.model
+    else: loaded = load_model(model, dtype=dtype, device=device, load_format=load_format)
+    if attention_backend == "triton":                         # the fused-kernel forward that goes with it
+        from mini_vllm.small_batch import use_small_batch_kernels
+        from mini_vllm.triton_kernels import use_triton_kernels
+        use_small_batch_kernels(use_triton_kernels(loaded))
+    return loaded, tp
+
+# %% ../nbs/04e_llm.ipynb #5fba6258
+@patch
+def _make_runner(self: LLMEngine, attention_backend: str, enforce_eager: bool, max_num_seqs: int):
+    "The model runner that fits the engine's device, backend and parallelism."
+    if self.tp is not None:
+        from mini_vllm.tensor_parallel import TPModelRunner
+        return TPModelRunner(self.tp, self.cache, self.kv, attention_backend)
+    if self.device.type == "cuda" and attention_backend == "triton" and not enforce_eager:   # CUDA graphs (04h)
+        from mini_vllm.cuda_graphs import CUDAGraphRunner
+        return CUDAGraphRunner(self.model, self.cache, self.kv, max_num_seqs, self.max_model_len)
+    return ModelRunner(self.model, self.cache, self.kv, attention_backend)
 
 # %% ../nbs/04e_llm.ipynb #e16764b8
 def _check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len, gpu_memory_utilization):
@@ -205,6 +217,7 @@ def _check_stop_strings(self: LLMEngine, req: Request, detok: IncrementalDetoken
     if req.status.is_finished: req.status = RequestStatus.FINISHED_STOPPED
     else: self.scheduler.finish(req, RequestStatus.FINISHED_STOPPED)
 
+# %% ../nbs/04e_llm.ipynb #9f82edd9
 @patch
 def _num_steps(self: LLMEngine, out) -> int:
     "How many decode steps this step may run in a row (slots for them allocated), or 1."
@@ -217,6 +230,7 @@ def _num_steps(self: LLMEngine, out) -> int:
     if k > 1 and all(self.kv.allocate_slots(r, k) is not None for r in out.requests): return k
     return 1
 
+# %% ../nbs/04e_llm.ipynb #fdc597b5
 @patch
 def step(self: LLMEngine) -> list[RequestOutput]:
     "Run one engine step; return the outputs of finished prompts, and of every streamed prompt that progressed."
