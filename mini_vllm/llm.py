@@ -21,7 +21,7 @@ from .loading import load_tokenizer
 from .model import load_model
 from .model_runner import ModelRunner, StepResult
 from .paged_attention import PagedKVCache, get_attention_backend
-from .sampling import SamplingParams, make_generator
+from .sampling import ParamError, SamplingParams, make_generator
 from .scheduler import Request, RequestStatus, Scheduler, SchedulerOutput, samples
 
 log = logging.getLogger(__name__)
@@ -175,13 +175,14 @@ def _tokenize(self: LLMEngine, prompt) -> tuple[str | None, list[int]]:
     if isinstance(prompt, str):
         if self.tokenizer is None: raise ValueError("this model has no tokenizer: give prompts as token ids")
         return prompt, self.tokenizer(prompt)["input_ids"]
-    try: ids = array("q", prompt) if isinstance(prompt, (list, tuple)) and not any(type(t) is bool for t in prompt[:1]) else None
-    except (TypeError, OverflowError): ids = None                        # array() checks every id is an integer, in C
-    if ids is None: raise ValueError(f"a prompt must be a string or a list of token ids, got {type(prompt).__name__}")
     V = self.model.config.vocab_size
+    try: ids = array("q", prompt) if isinstance(prompt, (list, tuple)) and not any(type(t) is bool for t in prompt[:1]) else None
+    except OverflowError: raise ParamError("prompt", f"prompt token ids must lie in [0, {V})") from None
+    except TypeError: ids = None                                           # array() checks every id is an integer, in C
+    if ids is None: raise ParamError("prompt", f"a prompt must be a string or a list of token ids, got {type(prompt).__name__}")
     if ids and not (0 <= min(ids) and max(ids) < V):
         bad = next(t for t in ids if not 0 <= t < V)
-        raise ValueError(f"prompt token id {bad} is outside the vocabulary [0, {V})")
+        raise ParamError("prompt", f"prompt token id {bad} is outside the vocabulary [0, {V})")
     return None, ids.tolist()
 
 # %% ../nbs/04e_llm.ipynb #cb719b83
