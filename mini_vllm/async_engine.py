@@ -9,7 +9,7 @@ __all__ = ['log', 'LATENCY_BUCKETS', 'EngineStepError', 'EngineOverloaded', 'Req
            'AsyncLLMEngine']
 
 # %% ../nbs/06a_async_engine.ipynb #12fc2c64
-import asyncio, itertools, logging, time
+import asyncio, collections, itertools, logging, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -66,7 +66,7 @@ LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0
 
 class _EngineCollector:
     "Gauges and counters read from `engine.stats()` at scrape time."
-    def __init__(self, engine: LLMEngine, model_name: str): self.engine, self.model_name = engine, model_name
+    def __init__(self, engine, model_name: str): self.engine, self.model_name = engine, model_name
     def collect(self):
         s, L = self.engine.stats(), [self.model_name]
         for name, doc, v, kind in [("num_requests_running", "Requests in the running batch.", s["num_running"], GaugeMetricFamily),
@@ -80,7 +80,7 @@ class _EngineCollector:
 # %% ../nbs/06a_async_engine.ipynb #104cb4b7
 class ServingMetrics:
     "vLLM's serving metrics under a `mini_vllm:` prefix, in a registry of their own."
-    def __init__(self, engine: LLMEngine, model_name: str):
+    def __init__(self, engine, model_name: str):
         disable_created_metrics()                          # no `_created` series, as in vLLM (a process-wide switch)
         r, L = CollectorRegistry(), ["model_name"]
         self.registry, self.model_name = r, model_name
@@ -114,12 +114,16 @@ def observe(self: ServingMetrics, s: RequestStream, out: RequestOutput, now: flo
 # %% ../nbs/06a_async_engine.ipynb #133beee2
 class AsyncLLMEngine:
     "One background loop drives an LLMEngine; callers add requests and await their outputs."
-    def __init__(self, engine: LLMEngine, model_name: str = "model", max_waiting: int | None = None):
+    def __init__(self, engine: LLMEngine, model_name: str = "model", max_waiting: int | None = None,
+                 engine_queue: int = 4):
         if max_waiting is not None and (not isinstance(max_waiting, int) or max_waiting < 0):
             raise ValueError(f"max_waiting must be an integer >= 0 or None, got {max_waiting!r}")
-        self.engine, self.max_waiting = engine, max_waiting
-        self.metrics = ServingMetrics(engine, model_name)
+        if isinstance(engine_queue, bool) or not isinstance(engine_queue, int) or engine_queue < 1:
+            raise ValueError(f"engine_queue must be an integer >= 1, got {engine_queue!r}")
+        self.engine, self.max_waiting, self.engine_queue = engine, max_waiting, engine_queue
         self.streams: dict[str, RequestStream] = {}          # request id -> its stream, while it runs
+        self.held: list[collections.deque] = []              # per add_requests call: prompts not yet in the engine
+        self.metrics = ServingMetrics(self, model_name)       # its gauges count held prompts as waiting
         self.commands: list = []                              # (function, future), run between steps
         self.ids, self.task, self.stopping, self.dead = itertools.count(), None, False, None
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="engine-step")   # every step on the same thread
@@ -162,6 +166,7 @@ async def _run(self: AsyncLLMEngine):
     try:
         while not self.stopping:
             self._run_commands()
+            self._release()
             if not self.engine.has_unfinished_requests():
                 self.wakeup.clear()
                 if not self.commands and not self.stopping: await self.wakeup.wait()
@@ -174,6 +179,7 @@ async def _run(self: AsyncLLMEngine):
     finally:
         self._run_commands()
         for rid in list(self.streams): self._fail(rid, EngineStepError("the server is shutting down"))
+        self.held.clear()                                     # their streams have just been failed
 
 @patch
 def _dispatch(self: AsyncLLMEngine, outs: list[RequestOutput]):
@@ -217,42 +223,47 @@ async def shutdown(self: AsyncLLMEngine):
 # %% ../nbs/06a_async_engine.ipynb #5d1308de
 @patch
 def _add(self: AsyncLLMEngine, prompts, params, request_ids, stream, fill_max_tokens) -> list[RequestStream]:
-    "Tokenize, check and queue prompts, all or none; runs in the loop."
-    eng, ready, added = self.engine, asyncio.Event(), []
-    if self.max_waiting is not None and len(eng.scheduler.waiting) >= self.max_waiting:
-        raise EngineOverloaded(f"the server is overloaded: {len(eng.scheduler.waiting)} requests are waiting (max_waiting={self.max_waiting}); try again later")
+    "Tokenize and check prompts, all or none, and hold them as one group; runs in the loop."
+    eng, ready, group = self.engine, asyncio.Event(), collections.deque()
+    if self.max_waiting is not None and (n := self.num_waiting()) >= self.max_waiting:
+        raise EngineOverloaded(f"the server is overloaded: {n} sequences are waiting "
+                               f"(max_waiting={self.max_waiting}); try again later")
     try:
         for prompt, p, rid in zip(prompts, params, request_ids):
             if callable(prompt): prompt = {"prompt_token_ids": prompt(eng.tokenizer)}
             ids = eng._tokenize(prompt)[1]
             if fill_max_tokens and len(ids) < eng.max_model_len: p = replace(p, max_tokens=eng.max_model_len - len(ids))
-            added.append(eng.add_request({"prompt_token_ids": ids}, p, rid, stream))   # the engine's own checks first
+            if rid in self.streams: raise ValueError(f"request_id {rid!r} is already in use")
+            eng.add_request({"prompt_token_ids": ids}, p, rid, stream)      # the engine's own checks first ...
+            eng.abort_request(rid)                                          # ... but it is queued only when released
             if len(ids) + p.max_tokens > eng.max_model_len:
                 raise ParamError("max_tokens", f"max_tokens is too large: this model's maximum context length is "
                                                f"{eng.max_model_len} tokens, "
                                  f"and the prompt has {len(ids)}, so max_tokens can be at most {eng.max_model_len - len(ids)} (got {p.max_tokens})")
-            self.streams[rid] = RequestStream(rid, len(ids), ready, stream)
-            self.metrics.prompt_tokens.inc(len(ids))
+            self.streams[rid] = s = RequestStream(rid, len(ids), ready, stream)
+            group.append((s, ids, p))
     except Exception:
-        for rid in added: eng.abort_request(rid); self.streams.pop(rid, None)
+        for s, *_ in group: self.streams.pop(s.request_id, None)
         raise
+    for s, ids, p in group: self.metrics.prompt_tokens.inc(len(ids))
+    if group: self.held.append(group)
     return [self.streams[r] for r in request_ids]
 
 # %% ../nbs/06a_async_engine.ipynb #a6dfd746
 @patch
 async def add_requests(self: AsyncLLMEngine, prompts: list, params: list[SamplingParams], request_ids: list[str] | None = None,
                        stream: bool = False, fill_max_tokens: bool = False) -> list[RequestStream]:
-    "Check and queue prompts (all or none); returns their streams. `stream` detokenizes every step."
+    "Check and hold prompts (all or none); returns their streams. `stream` detokenizes every step."
     request_ids = request_ids or [f"req-{next(self.ids)}" for _ in prompts]
     try:
         return await self.call(lambda: self._add(prompts, params, request_ids, stream, fill_max_tokens))
-    except asyncio.CancelledError:                         # cancelled after being added: do not leave them running
+    except asyncio.CancelledError:                         # cancelled after being added: leave nothing held or running
         for rid in request_ids: self.abort(rid)
         raise
 
 @patch
 def abort(self: AsyncLLMEngine, request_id: str):
-    "Cancel a request before the next step; synchronous, so a cancelled handler can call it."
+    "Cancel a request (held or in the engine) before the next step; synchronous, so a cancelled handler can call it."
     if self.running: self._submit(lambda: self._fail(request_id, EngineStepError("aborted")))
 
 # %% ../nbs/06a_async_engine.ipynb #11cadfd5
@@ -265,3 +276,28 @@ async def generate(self: AsyncLLMEngine, prompt, params: SamplingParams | None =
         async for _, out in iterate([s]): yield out
     finally:
         if not s.finished: self.abort(s.request_id)
+
+# %% ../nbs/06a_async_engine.ipynb #fair-code
+@patch
+def _release(self: AsyncLLMEngine):
+    "Move held prompts into the engine, one from each group in turn, while its waiting queue is short."
+    eng = self.engine
+    room = max(self.engine_queue, eng.scheduler.max_num_seqs - len(eng.scheduler.running))   # or the free seats
+    while self.held and len(eng.scheduler.waiting) < room:
+        group = self.held.pop(0)
+        s, ids, p = group.popleft()
+        if group: self.held.append(group)                     # back of the line, behind the other groups
+        if self.streams.get(s.request_id) is not s: continue  # aborted while held
+        try: eng.add_request({"prompt_token_ids": ids}, p, s.request_id, s.stream)
+        except ValueError as e: self._fail(s.request_id, e)   # checked when held, so only if the engine changed
+
+@patch
+def num_waiting(self: AsyncLLMEngine) -> int:
+    "Sequences waiting to run: in the engine's queue and held here."
+    held = sum(p.n for g in self.held for s, _, p in g if self.streams.get(s.request_id) is s)
+    return len(self.engine.scheduler.waiting) + held
+
+@patch
+def stats(self: AsyncLLMEngine) -> dict:
+    "The engine's stats, with held prompts counted as waiting."
+    return {**self.engine.stats(), "num_waiting": self.num_waiting()}

@@ -262,7 +262,7 @@ async def _admit(self: OpenAIServing, num_prompts: int, params: SamplingParams) 
         raise OpenAIError(400, f"{len(params.stop)} stop strings x {seqs} sequences is more than {lim.max_stop_total}",
                           param="stop", code="too_many_stop_strings")
     if lim.max_waiting is None: return 0
-    waiting = await self.aeng.call(lambda: self.engine.stats()["num_waiting"]) + self.reserved
+    waiting = await self.aeng.call(self.aeng.num_waiting) + self.reserved   # held prompts count as waiting
     if waiting + seqs > lim.max_waiting:
         raise OpenAIError(503, f"the server is overloaded: {waiting} sequences are waiting and this request adds "
                           f"{seqs} (max_waiting={lim.max_waiting}); try again later", "server_error",
