@@ -23,6 +23,7 @@ from fastcore.basics import patch
 from .block_pool import cdiv
 from .loading import ModelConfig, load_config, resolve_model_path
 from .model import load_model
+from .llm import EngineDeadError
 from .model_runner import ModelRunner
 from .paged_attention import PagedKVCache
 
@@ -155,12 +156,12 @@ def _fail(self: TensorParallelGroup, msg: str):
     self.failed = msg
     for p in self.procs:
         if p.is_alive(): p.kill()
-    raise RuntimeError(msg)
+    raise EngineDeadError(msg)
 
 @patch
 def check(self: TensorParallelGroup):
     "Raise if the group failed before or a worker process has died."
-    if self.failed: raise RuntimeError(f"the tensor-parallel group failed earlier: {self.failed.splitlines()[0]}")
+    if self.failed: raise EngineDeadError(f"the tensor-parallel group failed earlier: {self.failed.splitlines()[0]}")
     for r, p in enumerate(self.procs, 1):
         if not p.is_alive(): self._fail(f"tensor-parallel rank {r} died (exit code {p.exitcode}); the engine cannot continue")
 
