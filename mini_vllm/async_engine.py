@@ -231,11 +231,9 @@ def _add(self: AsyncLLMEngine, prompts, params, request_ids, stream, fill_max_to
     try:
         for prompt, p, rid in zip(prompts, params, request_ids):
             if callable(prompt): prompt = {"prompt_token_ids": prompt(eng.tokenizer)}
-            ids = eng._tokenize(prompt)[1]
+            _, ids, p = eng.check_request(prompt, p)                        # the engine's own checks, nothing queued
             if fill_max_tokens and len(ids) < eng.max_model_len: p = replace(p, max_tokens=eng.max_model_len - len(ids))
             if rid in self.streams: raise ValueError(f"request_id {rid!r} is already in use")
-            eng.add_request({"prompt_token_ids": ids}, p, rid, stream)      # the engine's own checks first ...
-            eng.abort_request(rid)                                          # ... but it is queued only when released
             if len(ids) + p.max_tokens > eng.max_model_len:
                 raise ParamError("max_tokens", f"max_tokens is too large: this model's maximum context length is "
                                                f"{eng.max_model_len} tokens, "

@@ -191,9 +191,8 @@ def _child_seed(seed: int | None, i: int) -> int | None:
     return None if seed is None else (seed + i + 2**63) % 2**64 - 2**63
 
 @patch
-def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, request_id: str | None = None,
-                stream: bool = False) -> str:
-    "Check and queue a prompt; returns its request id. `stream` detokenizes at every step."
+def check_request(self: LLMEngine, prompt, params: SamplingParams | None = None):
+    "Tokenize and check a prompt and a copy of its params, queuing nothing: (text or None, token ids, params)."
     params = params or SamplingParams()
     if not isinstance(params, SamplingParams): raise ValueError(f"sampling params must be a SamplingParams, got {type(params).__name__}")
     params = replace(params)                                  # a checked copy of the caller's
@@ -202,6 +201,13 @@ def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, r
     if not ids: raise ValueError("prompt is empty: it must have at least one token")
     if len(ids) >= self.max_model_len:
         raise ValueError(f"prompt has {len(ids)} tokens, but max_model_len is {self.max_model_len}: it must be shorter to leave room for output")
+    return text, ids, params
+
+@patch
+def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, request_id: str | None = None,
+                stream: bool = False) -> str:
+    "Check and queue a prompt; returns its request id. `stream` detokenizes at every step."
+    text, ids, params = self.check_request(prompt, params)
     rid = str(next(self.ids)) if request_id is None else request_id
     if rid in self.parents: raise ValueError(f"request_id {rid!r} is already in use")
     kids = []
