@@ -6,14 +6,13 @@ Docs: https://mini-vllm.github.io/mini_vllm/quantization.html.md"""
 
 # %% auto #0
 __all__ = ['INT4_GROUP_SIZES', 'CPU_DTYPE', 'QUANTIZATIONS', 'quantize_int8', 'dequantize_int8', 'pack_int4', 'unpack_int4',
-           'quantize_int4', 'dequantize_int4', 'QuantLinear', 'resolve_group_size', 'quantize_model']
+           'quantize_int4', 'dequantize_int4', 'cpu_int4_weights', 'QuantLinear', 'resolve_group_size',
+           'quantize_model']
 
 # %% ../nbs/05a_quantization.ipynb #d6aa4ab9
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
-from fastcore.basics import patch
 
 from .sampling import ParamError
 
@@ -49,10 +48,11 @@ def quantize_int4(w: torch.Tensor, group_size: int = 128, symmetric: bool = True
     """Group-wise: each run of `group_size` columns has its scale (and, asymmetric, its zero); w ~ (q - 8) * scale
     + zero, q 0..15 packed two per byte. Returns (packed (N, K/2) uint8, scales (N, K/G), zeros (N, K/G) or None)."""
     N, K = w.shape
+    if K % group_size: raise ParamError("group_size", f"group_size={group_size} does not divide the width {K}")
     g = w.float().reshape(N, K // group_size, group_size)               # (N, groups, G)
     dt = scale_dtype or w.dtype
     if symmetric:                                                       # -8..7 around zero
-        scale = (g.abs().amax(-1) / 7).clamp(min=1e-12).to(dt)
+        scale = torch.maximum(g.amax(-1) / 7, -g.amin(-1) / 8).clamp(min=1e-12).to(dt)   # -8 is a level too
         q = torch.round(g / scale.float()[..., None]).clamp(-8, 7) + 8
         zero = None
     else:                                                               # 0..15 from each group's min to its max
@@ -72,6 +72,19 @@ def dequantize_int4(packed, scale, zero=None, group_size: int = 128, dtype=torch
     return w.reshape(N, K).to(dtype)
 
 # %% ../nbs/05a_quantization.ipynb #4a448ae3
+CPU_DTYPE = torch.bfloat16        # what PyTorch's weight-only CPU kernels take: inputs, scales and zeros
+
+
+def cpu_int4_weights(packed, scales, zeros=None) -> tuple[torch.Tensor, torch.Tensor]:
+    "Int4 weights as torch._weight_int4pack_mm_for_cpu wants them: repacked, rows padded to 16, (scale, zero) pairs."
+    q = unpack_int4(packed).to(torch.int32)                              # (N, K) in 0..15
+    pad = -q.shape[0] % 16                                               # the kernel takes rows in sixteens
+    s = F.pad(scales.to(CPU_DTYPE), (0, 0, 0, pad))                      # (N', K/G); padded rows: scale 0
+    z = torch.zeros_like(s) if zeros is None else F.pad(zeros.to(CPU_DTYPE), (0, 0, 0, pad))
+    w = torch._convert_weight_to_int4pack_for_cpu(F.pad(q, (0, 0, 0, pad), value=8), 1)
+    return w, torch.stack((s.T, z.T), -1).contiguous()                  # (K/G, N', 2): scale, zero
+
+# %% ../nbs/05a_quantization.ipynb #a23e8f43
 class QuantLinear(nn.Module):
     """A linear layer whose weight is kept as int8 per output channel (bits=8) or as int4 in groups of
     `group_size` columns (bits=4), with its scales; the bias, if any, stays as it was."""
@@ -84,13 +97,12 @@ class QuantLinear(nn.Module):
         if bits == 8:
             q, s = quantize_int8(w)
             z = None
-        else:
-            q, s, z = quantize_int4(w, group_size, symmetric)
+        else: q, s, z = quantize_int4(w, group_size, symmetric)
         self.qweight = nn.Parameter(q, requires_grad=False)            # parameters, so .to() and counts see them
         self.scales = nn.Parameter(s, requires_grad=False)
         self.zeros = None if z is None else nn.Parameter(z, requires_grad=False)
         self.bias = linear.bias
-        self._cpu_int4 = None                                          # the CPU kernel's own layout, made on first use
+        self._cpu = None                                               # the CPU kernels' layout, made on first use
 
     def dequantize(self, dtype=None) -> torch.Tensor:
         "The full-precision (out, in) weight these integers stand for."
@@ -98,39 +110,26 @@ class QuantLinear(nn.Module):
         if self.bits == 8: return dequantize_int8(self.qweight, self.scales, dtype)
         return dequantize_int4(self.qweight, self.scales, self.zeros, self.group_size, dtype)
 
+    def _cpu_weights(self) -> tuple:
+        "The weights in the layout PyTorch's CPU kernels want, made once."
+        if self._cpu is None and self.bits == 8: self._cpu = (self.qweight, self.scales.to(CPU_DTYPE))
+        if self._cpu is None: self._cpu = cpu_int4_weights(self.qweight, self.scales, self.zeros)
+        return self._cpu
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        "x @ W.T (+ bias): on a CPU, PyTorch's int8/int4 kernels on bf16 inputs; elsewhere the weight rebuilt first."
+        x2 = x.reshape(-1, self.in_features)                                   # (M, K)
+        if x.device.type == "cpu":
+            w, s = self._cpu_weights()
+            if self.bits == 8: y = torch._weight_int8pack_mm(x2.to(CPU_DTYPE), w, s)           # (M, N)
+            else: y = torch._weight_int4pack_mm_for_cpu(x2.to(CPU_DTYPE), w, self.group_size, s)   # (M, N')
+            y = y[:, :self.out_features].to(x.dtype)
+        else: y = x2 @ self.dequantize(x.dtype).T                              # the naive way: a full weight per call
+        if self.bias is not None: y = y + self.bias
+        return y.reshape(*x.shape[:-1], self.out_features)
+
     def extra_repr(self) -> str:
         return f"in={self.in_features}, out={self.out_features}, int{self.bits}, group_size={self.group_size}"
-
-# %% ../nbs/05a_quantization.ipynb #a23e8f43
-CPU_DTYPE = torch.bfloat16        # PyTorch's weight-only CPU kernels are fast with bf16 inputs only (measured below)
-
-
-@patch
-def _cpu_weights(self: QuantLinear) -> tuple:
-    "The weights in the layout PyTorch's CPU kernels want, made once."
-    if self._cpu_int4 is None:
-        s = self.scales.to(CPU_DTYPE)
-        if self.bits == 8: self._cpu_int4 = (self.qweight, s)
-        else:
-            w = torch._convert_weight_to_int4pack_for_cpu(unpack_int4(self.qweight).to(torch.int32), 1)
-            z = self.zeros.to(CPU_DTYPE) if self.zeros is not None else torch.zeros_like(s)
-            self._cpu_int4 = (w, torch.stack((s.T, z.T), -1).contiguous())     # (K/G, N, 2): scale, zero
-    return self._cpu_int4
-
-
-@patch
-def forward(self: QuantLinear, x: torch.Tensor) -> torch.Tensor:
-    "x @ W.T (+ bias): on a CPU, PyTorch's int8/int4 kernels; elsewhere the reference, the weight rebuilt first."
-    x2 = x.reshape(-1, self.in_features)                                   # (M, K)
-    if x.device.type == "cpu":
-        w, s = self._cpu_weights()
-        xb = x2.to(CPU_DTYPE)
-        if self.bits == 8: y = torch._weight_int8pack_mm(xb, w, s)
-        else: y = torch._weight_int4pack_mm_for_cpu(xb, w, self.group_size, s)
-        y = y.to(x.dtype)
-    else: y = x2 @ self.dequantize(x.dtype).T                              # the seed's way: a full weight every call
-    if self.bias is not None: y = y + self.bias
-    return y.reshape(*x.shape[:-1], self.out_features)
 
 # %% ../nbs/05a_quantization.ipynb #1da840af
 QUANTIZATIONS = {"int8": 8, "int4": 4}
@@ -145,33 +144,37 @@ def _targets(model: nn.Module, lm_head: bool) -> list[tuple[nn.Module, str, nn.L
             if type(child) is nn.Linear and (lm_head or full != "lm_head"): found.append((parent, name, child))
     return found
 
-
+# %% ../nbs/05a_quantization.ipynb #0cecdc28
 def resolve_group_size(group_size: int | None, widths: set[int]) -> int:
-    "The int4 group size: the one asked for if every width is a multiple of it; by default 128, or the largest that fits."
+    "The int4 group size: the one asked for if it divides every width; by default 128, or the largest that fits."
+    fits = [g for g in INT4_GROUP_SIZES if all(w % g == 0 for w in widths)]       # (ascending)
     if group_size is None:
-        fits = [g for g in sorted(INT4_GROUP_SIZES, reverse=True) if g <= 128 and all(w % g == 0 for w in widths)]
-        if not fits: raise ParamError("group_size", f"no int4 group size in {INT4_GROUP_SIZES} divides the widths {sorted(widths)}")
-        return fits[0]
+        if not [g for g in fits if g <= 128]:
+            raise ParamError("group_size", f"no group_size in {INT4_GROUP_SIZES} divides the layer widths "
+                                           f"{sorted(widths)}")
+        return max(g for g in fits if g <= 128)
     if group_size not in INT4_GROUP_SIZES:
         raise ParamError("group_size", f"group_size must be one of {INT4_GROUP_SIZES}, got {group_size!r}")
     if bad := sorted(w for w in widths if w % group_size):
-        fits = [g for g in INT4_GROUP_SIZES if all(w % g == 0 for w in widths)]
-        raise ParamError("group_size", f"group_size={group_size} does not divide the layer widths {bad}; sizes that fit: {fits}")
+        raise ParamError("group_size", f"group_size={group_size} does not divide the layer widths {bad}; "
+                                       f"sizes that fit: {fits}")
     return group_size
 
-
+# %% ../nbs/05a_quantization.ipynb #1a0f9a6b
 def quantize_model(model: nn.Module, quantization: str, group_size: int | None = None, symmetric: bool = True,
                    lm_head: bool = False, linear_cls: type = QuantLinear) -> nn.Module:
-    """Swap `model`'s nn.Linear layers, in place, for `linear_cls` (QuantLinear) layers holding int8 or int4 weights.
-    The embeddings stay as they are, and the LM head too unless `lm_head`."""
+    """Swap `model`'s nn.Linear layers, in place, for `linear_cls` (QuantLinear) layers holding int8 or int4
+    weights. The embeddings stay as they are, and the LM head too unless `lm_head`."""
     if quantization not in QUANTIZATIONS:
-        raise ParamError("quantization", f"quantization must be one of {list(QUANTIZATIONS)} or None, got {quantization!r}")
+        raise ParamError("quantization", f"quantization must be one of {list(QUANTIZATIONS)} or None, "
+                                         f"got {quantization!r}")
     bits = QUANTIZATIONS[quantization]
     if bits == 8 and group_size is not None:
         raise ParamError("group_size", "group_size applies to int4 only (int8 has one scale per output channel)")
     targets = _targets(model, lm_head)
     if not targets:
-        raise ParamError("quantization", f"{type(model).__name__} has no nn.Linear layers to quantize")
+        raise ParamError("quantization", f"quantization={quantization!r}: {type(model).__name__} has no nn.Linear "
+                                         "layers to quantize")
     if bits == 4: group_size = resolve_group_size(group_size, {lin.in_features for _, _, lin in targets})
     for parent, name, lin in targets: setattr(parent, name, linear_cls(lin, bits, group_size or 128, symmetric))
     return model
