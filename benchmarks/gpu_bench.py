@@ -11,11 +11,14 @@ Sections (all by default; `--sections a,b` for some):
   thru     the public workload (256 requests, prompt/output lengths U[100, 1024], seed 0, EOS ignored), dummy weights
   batch1   batch-1 decode ms/token
   profile  kernel-time breakdown of decode steps (torch.profiler)
+  quant    int8/int4 weight-only kernels (05) at TinyLlama's shapes: errors against the dequantized weights, and
+           microseconds per product against bf16 (cuBLAS, the 04i GEMV) and the naive dequantize-then-matmul
 
 `--dtype float16` runs kernels, gemv, attnbw, correct, thru, batch1 and profile in fp16 instead of bf16: the path
 of GPUs without bf16 (a T4, sm_75), checked on a newer one. Writes `gpu_bench.json` (rewritten after every section,
-with the dtype) and PNG plots into --out. Run from the repo root:
-  python benchmarks/gpu_bench.py --out $OUT [--dtype float16]
+with the dtype) and PNG plots into --out. `--quantization int8|int4` runs the engine sections (thru, batch1) with
+quantized weights. Run from the repo root:
+  python benchmarks/gpu_bench.py --out $OUT [--dtype float16] [--quantization int8]
 """
 import argparse, json, os, sys, tempfile, time, traceback
 from pathlib import Path
@@ -331,7 +334,8 @@ def sec_correct(args):
 def _engine(args, **kw):
     from mini_vllm import LLM
     cfg_dir = tinyllama_config_dir(Path(tempfile.mkdtemp()) / "tinyllama")
-    base = dict(dtype=SHORT[DTYPE], load_format="dummy", attention_backend="triton", max_num_seqs=256, max_model_len=2048)
+    base = dict(dtype=SHORT[DTYPE], load_format="dummy", attention_backend="triton", max_num_seqs=256, max_model_len=2048,
+                quantization=args.quantization)
     return LLM(cfg_dir, **{**base, **kw})
 
 
@@ -358,6 +362,7 @@ def sec_thru(args):
         s = llm.stats()
         key = label if label not in res else f"{label}_run{sum(k.startswith(label) for k in res) + 1}"   # a repeated variant
         res[key] = dict(kw=kw, seconds=dt, output_tokens=n_out, output_tok_per_s=n_out / dt, init_seconds=t_init,
+                        quantization=args.quantization, weight_bytes=llm.llm_engine.weight_bytes,
                         total_tok_per_s=(n_out + res["workload"]["prompt_tokens"]) / dt,
                         num_preemptions=s["num_preemptions"], kv_blocks_total=s["kv_blocks_total"],
                         compiles_in_timed_run=compiled, round_trips_from_step_run_ahead=getattr(llm.llm_engine.runner, "ahead_used", None))
@@ -390,13 +395,15 @@ def sec_batch1(args):
     prompt = torch.randint(0, 32000, (128,), generator=g).tolist()
     out, default_max_m, default_pdl, default_ahead = {}, sb.GEMV_MAX_M, tk.PDL, cg.RUN_AHEAD
     try:
-        for label, max_m, pdl, ahead in (("small_batch", default_max_m, default_pdl, default_ahead),
-                                         ("small_batch_no_ahead", default_max_m, default_pdl, False),
-                                         ("small_batch_no_pdl", default_max_m, False, default_ahead), ("cublas", 0, False, default_ahead)):
+        variants = (("small_batch", default_max_m, default_pdl, default_ahead),
+                    ("small_batch_no_ahead", default_max_m, default_pdl, False),
+                    ("small_batch_no_pdl", default_max_m, False, default_ahead), ("cublas", 0, False, default_ahead))
+        for label, max_m, pdl, ahead in [v for v in variants if v[0] in args.batch1_variants.split(",")]:
             sb.GEMV_MAX_M, tk.PDL, cg.RUN_AHEAD = max_m, pdl, ahead     # read at capture: the graphs record one path
             llm = _engine(args, max_num_seqs=8)
             run = lambda n: llm.generate([prompt], SamplingParams(temperature=0, max_tokens=n, ignore_eos=True), use_tqdm=False)
             run(64)
+            run(1)                                                  # the prompt again, now from the prefix cache
             t = {}
             for n in (1, 513):
                 torch.cuda.synchronize(); t0 = time.perf_counter(); run(n); torch.cuda.synchronize(); t[n] = time.perf_counter() - t0
@@ -409,6 +416,7 @@ def sec_batch1(args):
             out[label] = dict(prompt_tokens=128, decode_tokens=512, ms_per_token=(t[513] - t[1]) / 512 * 1e3,
                               prefill_plus_first_token_ms=t[1] * 1e3, num_scheduler_steps=eng.num_scheduler_steps,
                               graph_replay_ms=graph_ms, model_class=type(eng.model.model).__name__, run_ahead=ahead,
+                              quantization=args.quantization, weight_bytes=eng.weight_bytes,
                               round_trips_from_step_run_ahead=eng.runner.ahead_used,
                               gpu_ms_per_token_profiled=sum(e.self_device_time_total for e in prof.key_averages()) / 1e3 / 65,
                               per_token_from_profile=gaps)
@@ -447,8 +455,58 @@ def sec_profile(args):
                 wall_ms=dt * 1e3, batch=len(eng.scheduler.running), gpu_ms_by_kind=totals)
 
 
+def _quant_copies(lin, n: int) -> dict:
+    "n independent copies of a bf16 layer in each format, so that timed calls stream their weights from HBM."
+    from mini_vllm.quantization import QuantLinear
+    out = {"bf16": [lin.weight.detach().clone() for _ in range(n)]}
+    for fmt, bits, sym in (("int8", 8, True), ("int4", 4, True), ("int4_asym", 4, False)):
+        q = QuantLinear(lin, bits, 128, sym)
+        out[fmt] = [(q.qweight.clone(), dict(scales=q.scales.clone(), zeros=None if q.zeros is None else q.zeros.clone(),
+                                             group_size=q.group_size)) for _ in range(n)]
+        out[fmt + "_layer"] = q
+    return out
+
+
+def sec_quant(args):
+    """Weight-only int8/int4 (05) at TinyLlama's shapes, in --dtype: each kernel's error against the dequantized weight,
+    and microseconds per product inside CUDA graphs, every call on its own copy of the weights (about 256 MB of bf16
+    per shape, so that they stream from HBM, not from L2): cuBLAS bf16, the bf16 GEMV (04i), the naive
+    dequantize-then-matmul (05a's forward on a GPU), the int8/int4 GEMV for 1-8 rows, qmm against cuBLAS beyond."""
+    from mini_vllm.quant_kernels import qmm
+    from mini_vllm.small_batch import gemv
+    res, dt = {"errors": {}, "us": {}, "bytes": {}}, DTYPE
+    torch.manual_seed(0)
+    for name, (N, K) in GEMV_SHAPES.items():
+        if name == "lm_head": continue
+        lin = torch.nn.Linear(K, N, bias=False, device="cuda", dtype=dt)
+        torch.nn.init.normal_(lin.weight, std=0.02)
+        n = max(2, (256 << 20) // (N * K * 2))
+        cp = _quant_copies(lin, n)
+        res["bytes"][name] = {f: sum(t.nbytes for t in (cp[f + "_layer"].qweight, cp[f + "_layer"].scales)) +
+                              (cp[f + "_layer"].zeros.nbytes if cp[f + "_layer"].zeros is not None else 0)
+                              for f in ("int8", "int4", "int4_asym")} | {"bf16": N * K * dt.itemsize}
+        for M in (1, 2, 8, 16, 64, 256, 2048):
+            x = torch.randn(M, K, device="cuda", dtype=dt)
+            prod = gemv if M <= 8 else qmm
+            for f in ("int8", "int4", "int4_asym"):
+                ql = cp[f + "_layer"]
+                ref = x.float() @ ql.dequantize(torch.float32).T
+                res["errors"][f"{name}_{f}_M{M}"] = rel_err(prod(x, ql.qweight, **cp[f][0][1]), ref)
+            calls = {"cublas_bf16": [lambda w=w: torch.nn.functional.linear(x, w) for w in cp["bf16"]]}
+            if M <= 8: calls["gemv_bf16"] = [lambda w=w: gemv(x, w) for w in cp["bf16"]]
+            if M <= 8: calls["naive_int4"] = [lambda: torch.nn.functional.linear(x, cp["int4_layer"].dequantize(dt))] * 4
+            for f in ("int8", "int4", "int4_asym"):
+                calls[f] = [lambda w=w, kw=kw: prod(x, w, **kw) for w, kw in cp[f]]
+            res["us"][f"{name}_M{M}"] = {k: graph_us(c) for k, c in calls.items()}
+            print(f"  {name} M={M}: " + ", ".join(f"{k} {v:.1f}" for k, v in res["us"][f"{name}_M{M}"].items()), flush=True)
+        del cp; torch.cuda.empty_cache()
+    worst = max(res["errors"].values())
+    res["max_error"], res["passed"] = worst, worst < TOLERANCE[dt]
+    return res
+
+
 SECTIONS = dict(env=sec_env, copy=sec_copy, kernels=sec_kernels, gemv=sec_gemv, attnbw=sec_attnbw, correct=sec_correct,
-                thru=sec_thru, batch1=sec_batch1, profile=sec_profile)
+                thru=sec_thru, batch1=sec_batch1, profile=sec_profile, quant=sec_quant)
 
 
 def plots(out: Path):
@@ -470,10 +528,19 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=16, help="num_scheduler_steps for the profile section")
     p.add_argument("--gemv-sweep", action="store_true", help="gemv section: also sweep the tilings (M = 1, 2, 4, 8)")
     p.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16"), help="the model's and kernels' dtype")
+    p.add_argument("--quantization", default=None, choices=("int8", "int4"), help="weights of the engine sections")
+    p.add_argument("--batch1-variants", default="small_batch,small_batch_no_ahead,small_batch_no_pdl,cublas")
+    p.add_argument("--quant-tiling", default=None, help='JSON {"bits,rows,kind": tiling} over small_batch.QUANT_TILING')
     args = p.parse_args(argv)
     global DTYPE
     DTYPE = getattr(torch, args.dtype)
-    RESULTS["dtype"] = args.dtype
+    RESULTS["dtype"], RESULTS["quantization"] = args.dtype, args.quantization
+    if args.quant_tiling:                                           # a variant of 04i's tilings for quantized weights
+        from mini_vllm import small_batch as sb
+        for key, t in json.loads(args.quant_tiling).items():
+            bits, m, kind = key.split(",")
+            sb.QUANT_TILING[(int(bits), int(m), kind)] = t
+        RESULTS["quant_tiling"] = json.loads(args.quant_tiling)
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
     for name in args.sections.split(","):
         t0 = time.perf_counter()

@@ -2,17 +2,18 @@
 # One GPU run for the book, in at most 9 minutes: the fp16 path (the one a T4 takes) checked by gpu_bench, and the
 # GPU cells of the Triton chapters executed with their outputs saved, ready for tools/merge_outputs.py.
 #
-#   bash benchmarks/gpu_book.sh [STEP ...]     STEP: env bench bf16ref notebooks (default: env bench notebooks)
+#   bash benchmarks/gpu_book.sh [STEP ...]     STEP: env bench bf16ref quant notebooks (default: env bench notebooks)
 #
 # Run from the repo root. Everything goes under $OUT (default ./gpu_book_out), at most 8 files, none deeper than
-# $OUT/a/b/file: env.txt, <step>.log per step, gpu_bench_fp16.json (and _bf16), bench_extras.tgz, notebooks.tgz.
+# $OUT/a/b/file: env.txt, <step>.log per step, gpu_bench_fp16.json (and _bf16), bench_extras.tgz, notebooks.tgz,
+# quant.tgz (chapter 05: the kernels' errors and timings, then batch 1 and the public workload in bf16, int8, int4).
 # Each step runs in its own process under its own time limit, so one that fails or hangs leaves the others' files.
 # Wheels for what the GPU image lacks (fastcore) are taken from $WHEELS (default .whl), as benchmarks/README.md says.
 set -u
 OUT=${OUT:-$PWD/gpu_book_out}
 WHEELS=${WHEELS:-.whl}
 COMMIT=${MINI_VLLM_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
-NOTEBOOKS="nbs/04g_triton_kernels.ipynb nbs/04h_cuda_graphs.ipynb nbs/04i_small_batch.ipynb"
+NOTEBOOKS=${NOTEBOOKS:-nbs/04g_triton_kernels.ipynb nbs/04h_cuda_graphs.ipynb nbs/04i_small_batch.ipynb nbs/05b_quant_kernels.ipynb}
 STEPS=${*:-env bench notebooks}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 MINI_VLLM_COMMIT=$COMMIT
@@ -46,6 +47,25 @@ bf16ref)                                # the same throughput in bf16, same mach
     step bf16ref 90 python3 benchmarks/gpu_bench.py --dtype bfloat16 --out /tmp/bench_bf16 \
         --sections env,thru --thru-variants steps32_b16384
     cp /tmp/bench_bf16/gpu_bench.json "$OUT/gpu_bench_bf16.json" 2>/dev/null ;;
+quant)                                  # chapter 05: kernels, then the engine with each kind of weight
+    mkdir -p /tmp/quant
+    step quant 90 python3 benchmarks/gpu_bench.py --out /tmp/quant/kernels --sections env,quant
+    for q in none int8 int4; do
+        flag=$([ $q = none ] || echo "--quantization $q")
+        step engine_$q 75 python3 benchmarks/gpu_bench.py --out /tmp/quant/engine_$q --sections env,batch1,thru \
+            --batch1-variants small_batch --thru-variants steps32_b16384 $flag
+    done
+    # batch 1 with other tilings for the quantized GEMV (QUANT_TILING): BITS-BLOCK_K-PREFETCH for every shape
+    for v in 8-1024-1 8-2048-1 4-128-0 4-1024-0 4-2048-1 4-1024-1; do
+        IFS=- read bits bk pf <<< "$v"
+        tiling=$(python3 -c "import json; print(json.dumps({f'$bits,{m},{k}': dict(block_n=4, block_k=$bk, num_warps=4,
+            prefetch=bool($pf)) for m in (1, 2) for k in ('narrow', 'wide', 'deep', 'swiglu', 'qkv')}))")
+        step engine_v$v 60 python3 benchmarks/gpu_bench.py --out /tmp/quant/engine_v$v --sections env,batch1 \
+            --batch1-variants small_batch --quantization int$bits --quant-tiling "$tiling"
+    done
+    grep -h "ms/token\|tok/s\|rc=" "$OUT"/engine_*.log | cut -c1-110
+    mv "$OUT"/quant.log "$OUT"/engine_*.log /tmp/quant/ 2>/dev/null
+    (cd /tmp && tar czf "$OUT/quant.tgz" quant) ;;
 notebooks)                              # the chapters' GPU cells, outputs saved into copies of the notebooks
     step notebooks 200 python3 tools/run_cells.py --flags gpu --save-outputs /tmp/executed $NOTEBOOKS
     (cd /tmp && tar czf "$OUT/notebooks.tgz" executed) ;;

@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-num-seqs", type=int, default=64, help="requests decoded together at most (default: 64)")
     g.add_argument("--block-size", type=int, default=16, help="tokens per KV-cache block (default: 16)")
     g.add_argument("--attention-backend", default="torch", help="paged attention implementation (default: torch)")
+    g.add_argument("--quantization", default=None, choices=("int8", "int4"), help="weight-only quantization (chapter 05)")
     add_serve_parser(sub)
     return p
 
@@ -85,7 +86,7 @@ def generate_cmd(args, out=None):
     prompts = [encode(tok, t, args.chat) for t in texts]
     max_len = min(load_config(path).max_position_embeddings, max(map(len, prompts)) + params.max_tokens)
     llm = LLM(path, dtype=args.dtype, device=args.device, block_size=args.block_size, attention_backend=args.attention_backend,
-              max_num_seqs=min(args.max_num_seqs, len(prompts)), max_model_len=max_len)
+              max_num_seqs=min(args.max_num_seqs, len(prompts)), max_model_len=max_len, quantization=args.quantization)
     outs = llm.generate(prompts, params, use_tqdm=len(prompts) > 1)
     for i, (t, o) in enumerate(zip(texts, outs)):
         c = o.outputs[0]
@@ -109,7 +110,8 @@ ENGINE_ARGS = [  # (flag, type, help): passed to LLMEngine when given
     ("--max-num-seqs", int, "requests in the running batch at most"), ("--max-num-batched-tokens", int, "tokens per step at most"),
     ("--max-model-len", int, "context length (prompt + output) at most"), ("--attention-backend", str, "torch or triton"),
     ("--num-scheduler-steps", int, "decode steps per engine step (GPU default: 32)"), ("--seed", int, "seed of unseeded sampling"),
-    ("--tensor-parallel-size", int, "processes (GPUs) the model is split over, Megatron-style (default: 1)")]
+    ("--tensor-parallel-size", int, "processes (GPUs) the model is split over, Megatron-style (default: 1)"),
+    ("--quantization", str, "int8 or int4: weight-only quantization of the linear layers (chapter 05)")]
 
 SERVER_LIMITS = [  # (flag, type, help): fields of ServerLimits, passed when given
     ("--max-request-seqs", int, "sequences (prompts x n) in one request at most (default: 128)"),

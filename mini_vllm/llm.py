@@ -78,14 +78,14 @@ class LLMEngine:
                  enable_prefix_caching: bool = True, attention_backend: str = "torch", load_format: str = "auto",
                  seed: int = 0, kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.9,
                  num_scheduler_steps: int | None = None, enforce_eager: bool = False, tensor_parallel_size: int = 1,
-                 tp_timeout_s: float = 60.0):
+                 tp_timeout_s: float = 60.0, quantization: str | None = None):
         _check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len, gpu_memory_utilization)
         if num_scheduler_steps is not None and not (isinstance(num_scheduler_steps, int) and num_scheduler_steps >= 1):
             raise ValueError(f"num_scheduler_steps must be an integer >= 1, got {num_scheduler_steps!r}")
         get_attention_backend(attention_backend)                 # fail on a bad name before loading anything
         torch.manual_seed(seed)                                   # unseeded requests sample from this
         self.model, self.tp = _load_engine_model(model, dtype, device, load_format, attention_backend,
-                                                 tensor_parallel_size, tp_timeout_s)
+                                                 tensor_parallel_size, tp_timeout_s, quantization)
         self.tokenizer, cfg, w = load_tokenizer(self.model.path), self.model.config, next(self.model.parameters())
         self.device, self.dtype = w.device, w.dtype
         if max_model_len is not None and max_model_len > cfg.max_position_embeddings:
@@ -105,17 +105,39 @@ class LLMEngine:
         self.children: dict[str, tuple[_Parent, int]] = {}        # child request id -> (parent, index)
         self.ids = itertools.count()
 
+# %% ../nbs/04e_llm.ipynb #q5e1a2b3
+def _check_quantization(quantization, tensor_parallel_size: int):
+    "Refuse, before anything is loaded, a quantization that is not one of chapter 05's, or one with tensor parallelism."
+    from mini_vllm.quantization import QUANTIZATIONS
+    if quantization not in QUANTIZATIONS:
+        raise ParamError("quantization", f"quantization must be one of {list(QUANTIZATIONS)} or None, got {quantization!r}")
+    if tensor_parallel_size > 1:
+        raise ParamError("quantization", "quantization does not work with tensor_parallel_size > 1 yet")
+
+
+def _quantize(model, quantization: str, attention_backend: str):
+    "Chapter 05: int8 or int4 linear layers, read by Triton kernels with the Triton backend, else by PyTorch."
+    from mini_vllm.quantization import QuantLinear, quantize_model
+    linear_cls = QuantLinear
+    if attention_backend == "triton": from mini_vllm.quant_kernels import TritonQuantLinear as linear_cls
+    quantize_model(model, quantization, linear_cls=linear_cls)
+    if next(model.parameters()).is_cuda: torch.cuda.empty_cache()    # the full-precision weights are gone
+
 # %% ../nbs/04e_llm.ipynb #fffd77c8
-def _load_engine_model(model, dtype, device, load_format, attention_backend, tensor_parallel_size, tp_timeout_s):
-    "The model and its tensor-parallel group (None on one device), with the forward its attention backend needs."
+def _load_engine_model(model, dtype, device, load_format, attention_backend, tensor_parallel_size, tp_timeout_s,
+                       quantization=None):
+    """The model and its tensor-parallel group (None on one device), with the forward its attention backend needs,
+    its linear layers quantized to int8 or int4 if asked (chapter 05)."""
     if not (isinstance(tensor_parallel_size, int) and tensor_parallel_size >= 1):
         raise ValueError(f"tensor_parallel_size must be an integer >= 1, got {tensor_parallel_size!r}")
+    if quantization is not None: _check_quantization(quantization, tensor_parallel_size)
     tp = None
     if tensor_parallel_size > 1:                               # ranks 1..N-1 in processes of their own (chapter 09)
         from mini_vllm.tensor_parallel import TensorParallelGroup
         tp = TensorParallelGroup(tensor_parallel_size, model, dtype, device, load_format, tp_timeout_s)
         loaded = tp.model
     else: loaded = load_model(model, dtype=dtype, device=device, load_format=load_format)
+    if quantization is not None: _quantize(loaded, quantization, attention_backend)
     if attention_backend == "triton":                         # the fused-kernel forward that goes with it
         from mini_vllm.small_batch import use_small_batch_kernels
         from mini_vllm.triton_kernels import use_triton_kernels

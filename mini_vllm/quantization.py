@@ -30,15 +30,18 @@ def dequantize_int8(q: torch.Tensor, scale: torch.Tensor, dtype=torch.float32) -
     return (q.float() * scale.float()[:, None]).to(dtype)
 
 # %% ../nbs/05a_quantization.ipynb #ce5d53e7
-def pack_int4(q: torch.Tensor) -> torch.Tensor:
-    "(N, K) integers 0..15 -> (N, K/2) bytes: column 2j in byte j's low four bits, column 2j+1 in its high four."
-    q = q.to(torch.uint8)
-    return q[:, 0::2] | (q[:, 1::2] << 4)
+def pack_int4(q: torch.Tensor, group_size: int) -> torch.Tensor:
+    "(N, K) integers 0..15 -> (N, K/2) bytes: in each group, column j in byte j's low four bits, j + G/2 in its high."
+    N, K = q.shape
+    g = q.to(torch.uint8).reshape(N, K // group_size, 2, group_size // 2)    # (N, groups, halves, G/2)
+    return (g[:, :, 0] | (g[:, :, 1] << 4)).reshape(N, K // 2)
 
 
-def unpack_int4(p: torch.Tensor) -> torch.Tensor:
+def unpack_int4(p: torch.Tensor, group_size: int) -> torch.Tensor:
     "(N, K/2) bytes -> (N, K) integers 0..15, the inverse of pack_int4."
-    return torch.stack((p & 15, p >> 4), -1).flatten(-2)             # (N, K/2, 2) -> (N, K)
+    N, half = p.shape
+    g = p.reshape(N, 2 * half // group_size, 1, group_size // 2)             # (N, groups, 1, G/2)
+    return torch.cat((g & 15, g >> 4), 2).reshape(N, 2 * half)
 
 # %% ../nbs/05a_quantization.ipynb #1ff1c61e
 INT4_GROUP_SIZES = (32, 64, 128, 256)
@@ -60,12 +63,12 @@ def quantize_int4(w: torch.Tensor, group_size: int = 128, symmetric: bool = True
         scale = ((g.amax(-1) - lo) / 15).clamp(min=1e-12).to(dt)
         q = torch.round((g - lo[..., None]) / scale.float()[..., None]).clamp(0, 15)
         zero = (lo + 8 * scale.float()).to(dt)                          # (q - 8) * scale + zero = q * scale + lo
-    return pack_int4(q.reshape(N, K)), scale, zero
+    return pack_int4(q.reshape(N, K), group_size), scale, zero
 
 
 def dequantize_int4(packed, scale, zero=None, group_size: int = 128, dtype=torch.float32) -> torch.Tensor:
     "The (N, K) weight that packed int4 values and their group scales (and zeros) stand for."
-    q = unpack_int4(packed).float()                                     # (N, K)
+    q = unpack_int4(packed, group_size).float()                         # (N, K)
     N, K = q.shape
     w = (q.reshape(N, K // group_size, group_size) - 8) * scale.float()[..., None]
     if zero is not None: w = w + zero.float()[..., None]
@@ -77,7 +80,8 @@ CPU_DTYPE = torch.bfloat16        # what PyTorch's weight-only CPU kernels take:
 
 def cpu_int4_weights(packed, scales, zeros=None) -> tuple[torch.Tensor, torch.Tensor]:
     "Int4 weights as torch._weight_int4pack_mm_for_cpu wants them: repacked, rows padded to 16, (scale, zero) pairs."
-    q = unpack_int4(packed).to(torch.int32)                              # (N, K) in 0..15
+    group_size = 2 * packed.shape[1] // scales.shape[1]
+    q = unpack_int4(packed, group_size).to(torch.int32)                  # (N, K) in 0..15
     pad = -q.shape[0] % 16                                               # the kernel takes rows in sixteens
     s = F.pad(scales.to(CPU_DTYPE), (0, 0, 0, pad))                      # (N', K/G); padded rows: scale 0
     z = torch.zeros_like(s) if zeros is None else F.pad(zeros.to(CPU_DTYPE), (0, 0, 0, pad))

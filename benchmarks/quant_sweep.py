@@ -1,0 +1,106 @@
+"""Tile sweep for chapter 05's kernels on one GPU: the small-batch GEMV (04i) reading int8 and int4 weights, each as
+the model calls it (qkv with RoPE and the cache write, o with the residual, gate/up with the norm and SwiGLU, down
+with the residual), and qmm for larger batches. TinyLlama's shapes, bf16 activations, every call on its own copy of
+the weights (so that they stream from HBM), timed inside CUDA graphs. Writes quant_sweep.json into --out (rewritten
+as it goes); stops starting new sweeps after --budget-s seconds. Run from the repo root:
+  python benchmarks/quant_sweep.py --out $OUT
+"""
+import argparse, json, sys, time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_bench import GEMV_SHAPES, _quant_copies, graph_us  # noqa: E402
+
+GEMV_CONFIGS = {   # (block_n, block_k in weights), each with num_warps 4 and 8, num_stages 1 and 3; int4 reads one group
+    8: [(2, 4096), (4, 4096), (4, 2048), (8, 2048), (4, 1024), (8, 1024), (16, 1024), (16, 512), (32, 256)],
+    4: [(4, None), (8, None), (16, None), (32, None), (64, None), (128, None)]}
+QMM_CONFIGS = [(16, 64, 128, 4, 4), (16, 128, 128, 4, 4), (32, 64, 128, 4, 4), (32, 128, 128, 4, 3),
+               (64, 64, 128, 4, 3), (64, 128, 64, 4, 4), (64, 128, 128, 4, 3), (128, 128, 64, 8, 3),
+               (128, 128, 128, 8, 3), (128, 256, 64, 8, 3), (256, 64, 64, 8, 3), (256, 128, 64, 8, 3),
+               (128, 64, 128, 4, 3)]   # block_m, block_n, block_k, warps, stages
+
+
+def model_calls(kind, x, h, nw, rope, copies, fmt, tiling):
+    "The calls the model makes for one kind of layer, one per weight copy."
+    from mini_vllm.small_batch import gemv, qkv_rope_write
+    pairs = [(w, {}) for w in copies["bf16"]] if fmt == "bf16" else copies[fmt]
+    if kind == "qkv":
+        cos, sin, pos, slots, kc, vc = rope
+        t = dict(tiling, block_h=min(32, max(1, tiling["block_n"] // 2)))
+        return [lambda w=w, q=q: qkv_rope_write(x, nw, 1e-5, w, None, cos, sin, pos, slots, kc, vc, 32, 4, 64,
+                                                pdl=False, **q, **t) for w, q in pairs]
+    if kind == "swiglu": return [lambda w=w, q=q: gemv(x, w, silu_out=True, norm_weight=nw, eps=1e-5, **q, **tiling)
+                                 for w, q in pairs]
+    return [lambda w=w, q=q: gemv(x, w, residual=h, out=h, **q, **tiling) for w, q in pairs]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default=".")
+    p.add_argument("--budget-s", type=float, default=420)
+    args = p.parse_args()
+    from mini_vllm.loading import ModelConfig
+    from mini_vllm.model import rope_tables
+    from mini_vllm.quant_kernels import qmm
+    out, t0 = Path(args.out), time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    res = {"gemv": {}, "qmm": {}, "best": {}}
+    save = lambda: (out / "quant_sweep.json").write_text(json.dumps(res, indent=1))
+    torch.manual_seed(0)
+    cos, sin = (t.cuda() for t in rope_tables(ModelConfig("llama", 32000, 2048, 22, 32, 4, 64, 5632, 2048, 1e-5)))
+    kinds = {"qkv": "qkv", "o": "narrow", "gate_up": "swiglu", "down": "deep"}
+    for name, kind in kinds.items():
+        N, K = GEMV_SHAPES[name]
+        lin = torch.nn.Linear(K, N, bias=False, device="cuda", dtype=torch.bfloat16)
+        torch.nn.init.normal_(lin.weight, std=0.02)
+        copies = _quant_copies(lin, max(2, (256 << 20) // (N * K * 2)))
+        out_n = N // 2 if kind == "swiglu" else N
+        for M in (1, 2):
+            x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+            h, nw = torch.randn(M, out_n, device="cuda", dtype=torch.bfloat16), torch.ones(K, device="cuda", dtype=torch.bfloat16)
+            kc = torch.zeros(64, 16, 4, 64, device="cuda", dtype=torch.bfloat16)
+            rope = (cos, sin, torch.arange(M, device="cuda"), torch.arange(M, device="cuda"), kc, kc.clone())
+            for fmt, bits in (("bf16", 16), ("int8", 8), ("int4", 4)):
+                if time.perf_counter() - t0 > args.budget_s: break
+                configs = [(None, None)] if fmt == "bf16" else GEMV_CONFIGS[bits]   # bf16: 04i's tiling
+                timings = {}
+                for bn, bk in configs:
+                    for warps, stages in ([(None, None)] if fmt == "bf16" else [(4, 1), (8, 1), (4, 3), (8, 3)]):
+                        tiling = {} if warps is None else dict(block_n=bn, block_k=bk, num_warps=warps, num_stages=stages)
+                        try: us = graph_us(model_calls(kind, x, h, nw, rope, copies, fmt, tiling))
+                        except Exception as e: us = repr(e)[:200]
+                        timings[f"{bn}x{bk}_w{warps}_s{stages}"] = us
+                ok = {k: v for k, v in timings.items() if isinstance(v, float)}
+                best = min(ok, key=ok.get) if ok else None
+                res["gemv"][f"{name}_M{M}_{fmt}"] = timings
+                res["best"][f"{name}_M{M}_{fmt}"] = (best, ok.get(best))
+                print(f"{name} M={M} {fmt}: best {best} {ok.get(best, float('nan')):.1f} us of {len(timings)}", flush=True)
+                save()
+        if name == "gate_up" or name == "down":
+            for M in (16, 64, 256, 2048):
+                if time.perf_counter() - t0 > args.budget_s: break
+                x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+                row = {"cublas_bf16": graph_us([lambda w=w: torch.nn.functional.linear(x, w) for w in copies["bf16"]])}
+                for fmt in ("int8", "int4"):
+                    for bm, bn, bk, warps, stages in QMM_CONFIGS:
+                        t = dict(block_m=bm, block_n=bn, block_k=bk, num_warps=warps, num_stages=stages)
+                        try: row[f"{fmt}_{bm}x{bn}x{bk}_w{warps}_s{stages}"] = graph_us(
+                            [lambda w=w, q=q: qmm(x, w, **q, **t) for w, q in copies[fmt]])
+                        except Exception as e: row[f"{fmt}_{bm}x{bn}x{bk}_w{warps}_s{stages}"] = repr(e)[:200]
+                res["qmm"][f"{name}_M{M}"] = row
+                for fmt in ("int8", "int4"):
+                    ok = {k: v for k, v in row.items() if k.startswith(fmt) and isinstance(v, float)}
+                    b = min(ok, key=ok.get) if ok else None
+                    print(f"qmm {name} M={M} {fmt}: best {b} {ok.get(b, float('nan')):.1f} us; cuBLAS bf16 "
+                          f"{row['cublas_bf16']:.1f}", flush=True)
+                save()
+        del copies
+        torch.cuda.empty_cache()
+    res["seconds"] = time.perf_counter() - t0
+    save()
+
+
+if __name__ == "__main__":
+    main()
