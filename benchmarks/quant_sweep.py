@@ -13,7 +13,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_bench import GEMV_SHAPES, _quant_copies, graph_us  # noqa: E402
 
-GEMV_CONFIGS = {   # (block_n, block_k in weights), each with num_warps 4 and 8, num_stages 1 and 3; int4 reads one group
+GEMV_CONFIGS = {   # (block_n, block_k in weights), each with 4 and 8 warps, 1 and 3 stages
     8: [(2, 4096), (4, 4096), (4, 2048), (8, 2048), (4, 1024), (8, 1024), (16, 1024), (16, 512), (32, 256)],
     4: [(4, None), (8, None), (16, None), (32, None), (64, None), (128, None)]}
 QMM_CONFIGS = [(16, 64, 128, 4, 4), (16, 128, 128, 4, 4), (32, 64, 128, 4, 4), (32, 128, 128, 4, 3),
@@ -59,7 +59,8 @@ def main():
         out_n = N // 2 if kind == "swiglu" else N
         for M in (1, 2):
             x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-            h, nw = torch.randn(M, out_n, device="cuda", dtype=torch.bfloat16), torch.ones(K, device="cuda", dtype=torch.bfloat16)
+            h = torch.randn(M, out_n, device="cuda", dtype=torch.bfloat16)
+            nw = torch.ones(K, device="cuda", dtype=torch.bfloat16)
             kc = torch.zeros(64, 16, 4, 64, device="cuda", dtype=torch.bfloat16)
             rope = (cos, sin, torch.arange(M, device="cuda"), torch.arange(M, device="cuda"), kc, kc.clone())
             for fmt, bits in (("bf16", 16), ("int8", 8), ("int4", 4)):
@@ -68,7 +69,8 @@ def main():
                 timings = {}
                 for bn, bk in configs:
                     for warps, stages in ([(None, None)] if fmt == "bf16" else [(4, 1), (8, 1), (4, 3), (8, 3)]):
-                        tiling = {} if warps is None else dict(block_n=bn, block_k=bk, num_warps=warps, num_stages=stages)
+                        tiling = {} if warps is None else dict(block_n=bn, block_k=bk, num_warps=warps,
+                                                               num_stages=stages)
                         try: us = graph_us(model_calls(kind, x, h, nw, rope, copies, fmt, tiling))
                         except Exception as e: us = repr(e)[:200]
                         timings[f"{bn}x{bk}_w{warps}_s{stages}"] = us
@@ -76,7 +78,8 @@ def main():
                 best = min(ok, key=ok.get) if ok else None
                 res["gemv"][f"{name}_M{M}_{fmt}"] = timings
                 res["best"][f"{name}_M{M}_{fmt}"] = (best, ok.get(best))
-                print(f"{name} M={M} {fmt}: best {best} {ok.get(best, float('nan')):.1f} us of {len(timings)}", flush=True)
+                print(f"{name} M={M} {fmt}: best {best} {ok.get(best, float('nan')):.1f} us of {len(timings)}",
+                      flush=True)
                 save()
         if name == "gate_up" or name == "down":
             for M in (16, 64, 256, 2048):

@@ -7,14 +7,14 @@ Docs: https://mini-vllm.github.io/mini_vllm/quant_kernels.html.md"""
 # %% auto #0
 __all__ = ['QMM_TILING', 'QGEMV_MAX_M', 'qmm', 'TritonQuantLinear']
 
-# %% ../nbs/05b_quant_kernels.ipynb #16e211bf
+# %% ../nbs/05b_quant_kernels.ipynb #188fa1c8
 import torch
 
 from .quantization import QuantLinear
 from .small_batch import _int4_weights, _int8_weights, gemv
 from .triton_kernels import tl, triton          # Triton as chapter 04g set it up (interpreted on a CPU)
 
-# %% ../nbs/05b_quant_kernels.ipynb #08758bbe
+# %% ../nbs/05b_quant_kernels.ipynb #922c3900
 @triton.jit
 def _weight_tile(w_ptr, s_ptr, z_ptr, n, nm, k0, K, WBITS: tl.constexpr, GROUP: tl.constexpr,
                  HAS_ZERO: tl.constexpr, BLOCK_K: tl.constexpr):
@@ -29,7 +29,7 @@ def _weight_tile(w_ptr, s_ptr, z_ptr, n, nm, k0, K, WBITS: tl.constexpr, GROUP: 
         b = tl.load(w_ptr + n.to(tl.int64)[:, None] * (K // 2) + kb[None, :], mask=nm[:, None], other=0)
         return _int4_weights(b, s_ptr, z_ptr, n, nm, k0 // 2, K, GROUP, HAS_ZERO, BLOCK_K // 2)
 
-# %% ../nbs/05b_quant_kernels.ipynb #72483adc
+# %% ../nbs/05b_quant_kernels.ipynb #982b7e01
 @triton.jit
 def _qmm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, M, N, K, stride_x, stride_out, HAS_BIAS: tl.constexpr,
                 WBITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BLOCK_M: tl.constexpr,
@@ -60,8 +60,8 @@ def _qmm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, M, N, K, stride_x, s
     if HAS_BIAS: y = y + tl.load(b_ptr + n, mask=nm, other=0.0)[None, :]
     tl.store(out_ptr + m.to(tl.int64)[:, None] * stride_out + n[None, :], y, mask=mm[:, None] & nm[None, :])
 
-# %% ../nbs/05b_quant_kernels.ipynb #b7bbba1c
-QMM_TILING = [  # (at most this many rows, tiling): by hand, measured on an H200 in benchmarks/gpu_bench.py's quant section
+# %% ../nbs/05b_quant_kernels.ipynb #99e6365c
+QMM_TILING = [  # (at most this many rows, tiling): chosen by hand; benchmarks/quant_sweep.py times others on a GPU
     (16, dict(block_m=16, block_n=64, block_k=128, num_warps=4, num_stages=4)),
     (64, dict(block_m=32, block_n=64, block_k=128, num_warps=4, num_stages=4)),
     (128, dict(block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=4)),
@@ -85,7 +85,7 @@ def qmm(x, w, scales, zeros=None, group_size=None, bias=None, **tiling):
                       GROUP_M=8, IEEE=x.dtype == torch.float32, num_warps=t["num_warps"], num_stages=t["num_stages"])
     return out
 
-# %% ../nbs/05b_quant_kernels.ipynb #2de5ad35
+# %% ../nbs/05b_quant_kernels.ipynb #698b839d
 QGEMV_MAX_M = 2         # rows up to which the GEMV reads the integers; qmm beyond (measured on an H200, below)
 
 

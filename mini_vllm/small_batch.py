@@ -91,7 +91,7 @@ def _int4_weights(w, s_ptr, z_ptr, n, nm, k0, K, GROUP: tl.constexpr, HAS_ZERO: 
 # %% ../nbs/04i_small_batch.ipynb #928a7b0d
 @triton.jit
 def _x_chunk(x_ptr, nw_ptr, ss, m, mm, k, km, stride_x, NORM: tl.constexpr, EVEN_K: tl.constexpr):
-    "Input rows m at columns k, in fp32; with NORM their squares are added to ss and they are scaled by the norm weight."
+    "Input rows m at columns k in fp32; with NORM, their squares are added to ss and they are scaled by the norm weight."
     x = tl.load(x_ptr + m[:, None] * stride_x + k[None, :], mask=mm[:, None] if EVEN_K else mm[:, None] & km[None, :],
                 other=0.0).to(tl.float32)
     if NORM:
@@ -356,7 +356,8 @@ def use_small_batch_kernels(model):
     "Switch a Triton Llama (use_triton_kernels) to the small-batch path, unless its layers are sharded."
     if type(model) is not LlamaForCausalLM or type(model.model) is not TritonLlamaModel: return model
     layers = model.model.layers
-    linears = [m for l in layers for m in (l.self_attn.qkv_proj, l.self_attn.o_proj, l.mlp.gate_up_proj, l.mlp.down_proj)]
+    linears = [m for l in layers for m in (l.self_attn.qkv_proj, l.self_attn.o_proj, l.mlp.gate_up_proj,
+                                           l.mlp.down_proj)]
     plain = all(type(m) is nn.Linear or hasattr(m, "qweight") for m in [*linears, model.lm_head])   # or quantized (05)
     if not plain or type(model.model.embed_tokens) is not nn.Embedding: return model
     model.__class__, model.model.__class__ = SmallBatchLlamaForCausalLM, SmallBatchLlamaModel
