@@ -22,6 +22,7 @@ EXAMPLES = """examples:
   mini-vllm generate --prompts-file prompts.txt --json > out.jsonl
   mini-vllm generate --chat "Write a haiku about GPUs."
   mini-vllm generate --model ./my-llama-folder "Hello"
+  mini-vllm generate "Once upon a time" --quantization int8
   mini-vllm serve --port 8000 --api-key sk-local --max-waiting 64
   mini-vllm serve --model ./tinyllama-config --load-format dummy --dtype bfloat16 --attention-backend triton
 """
@@ -50,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-num-seqs", type=int, default=64, help="requests decoded together at most (default: 64)")
     g.add_argument("--block-size", type=int, default=16, help="tokens per KV-cache block (default: 16)")
     g.add_argument("--attention-backend", default="torch", help="paged attention implementation (default: torch)")
-    g.add_argument("--quantization", default=None, choices=("int8", "int4"), help="weight-only quantization (chapter 05)")
+    g.add_argument("--quantization", default=None, choices=("int8", "int4"),
+                   help="weight-only quantization (chapter 05)")
     add_serve_parser(sub)
     return p
 
