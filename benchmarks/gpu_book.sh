@@ -55,11 +55,11 @@ quant)                                  # chapter 05: kernels, then the engine w
         step engine_$q 75 python3 benchmarks/gpu_bench.py --out /tmp/quant/engine_$q --sections env,batch1,thru \
             --batch1-variants small_batch --thru-variants steps32_b16384 $flag
     done
-    # batch 1 with other tilings for the quantized GEMV (QUANT_TILING): BITS-BLOCK_K-PREFETCH for every shape
-    for v in 8-1024-1 8-2048-1 4-128-0 4-1024-0 4-2048-1 4-1024-1; do
-        IFS=- read bits bk pf <<< "$v"
-        tiling=$(python3 -c "import json; print(json.dumps({f'$bits,{m},{k}': dict(block_n=4, block_k=$bk, num_warps=4,
-            prefetch=bool($pf)) for m in (1, 2) for k in ('narrow', 'wide', 'deep', 'swiglu', 'qkv')}))")
+    # batch 1 with other tilings for the quantized GEMV (QUANT_TILING): BITS-BLOCK_K for every shape
+    for v in 8-2048 4-128 4-1024; do
+        IFS=- read bits bk <<< "$v"
+        tiling=$(python3 -c "import json; print(json.dumps({f'$bits,{m},{k}': dict(block_n=4, block_k=$bk, num_warps=4)
+            for m in (1, 2) for k in ('narrow', 'wide', 'deep', 'swiglu', 'qkv')}))")
         step engine_v$v 60 python3 benchmarks/gpu_bench.py --out /tmp/quant/engine_v$v --sections env,batch1 \
             --batch1-variants small_batch --quantization int$bits --quant-tiling "$tiling"
     done

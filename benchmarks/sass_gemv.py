@@ -37,7 +37,7 @@ bf = "*bf16"
 for bits, wt, rows, chunk in ((16, bf, 2, 1024), (8, "*i8", 2, 1024), (8, "*i8", 4, 1024), (4, "*u8", 4, 1024)):
     types = dict(x_ptr=bf, w_ptr=wt, b_ptr=bf, nw_ptr=bf, s_ptr=bf, z_ptr=bf, res_ptr=bf, out_ptr=bf, eps="fp32")
     consts = dict(NORM=True, SILU_OUT=True, HAS_BIAS=False, HAS_RES=False, EVEN_K=True, M_PAD=1, BLOCK_N=rows,
-                  BLOCK_K=chunk, PDL=False, WBITS=bits, GROUP=128 if bits == 4 else 1, HAS_ZERO=False, PREFETCH=False)
+                  BLOCK_K=chunk, PDL=False, WBITS=bits, GROUP=128 if bits == 4 else 1, HAS_ZERO=False)
     ops, regs = sass(sb._gemv_kernel, types, consts, num_warps=4, num_stages=1)
     loads = ", ".join(f"{k[4:]} {v}" for k, v in sorted(ops.items()) if k.startswith("LDG"))
     count = lambda p: sum(v for k, v in ops.items() if k.startswith(p))

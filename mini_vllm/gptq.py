@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 
 from .model import CausalAttention
-from .quantization import QuantLinear, _targets, pack_int4, quantize_int4, resolve_group_size
+from .quantization import QuantLinear, _targets, dequantize_int4, pack_int4, quantize_int4, resolve_group_size
 from .sampling import ParamError
 
 # %% ../nbs/05c_gptq.ipynb #4adf0718
@@ -27,12 +27,9 @@ class GPTQResult:
     zeros: torch.Tensor | None
 
     def dequantize(self) -> torch.Tensor:
-        "The (N, K) fp32 weight they stand for: (q - 8) * scale + zero."
-        N, K = self.q.shape
-        G = K // self.scales.shape[1]
-        w = (self.q.float().reshape(N, K // G, G) - 8) * self.scales.float()[..., None]   # (N, K/G, G)
-        if self.zeros is not None: w = w + self.zeros.float()[..., None]
-        return w.reshape(N, K)
+        "The (N, K) fp32 weight they stand for: (q - 8) * scale + zero, by 05a's dequantize_int4."
+        G = self.q.shape[1] // self.scales.shape[1]
+        return dequantize_int4(pack_int4(self.q, G), self.scales, self.zeros, G)
 
 # %% ../nbs/05c_gptq.ipynb #fe91fce0
 def group_grid(w: torch.Tensor, symmetric: bool, scale_dtype) -> tuple[torch.Tensor, torch.Tensor]:

@@ -108,10 +108,8 @@ class LLMEngine:
 # %% ../nbs/04e_llm.ipynb #q5e1a2b3
 def _check_quantization(quantization, tensor_parallel_size: int):
     "Refuse, before anything is loaded, a quantization that is not one of chapter 05's, or one with tensor parallelism."
-    from mini_vllm.quantization import QUANTIZATIONS
-    if quantization not in QUANTIZATIONS:
-        raise ParamError("quantization",
-                         f"quantization must be one of {list(QUANTIZATIONS)} or None, got {quantization!r}")
+    from mini_vllm.quantization import check_quantization
+    check_quantization(quantization)
     if tensor_parallel_size > 1:
         raise ParamError("quantization", "quantization does not work with tensor_parallel_size > 1 yet")
 

@@ -7,29 +7,14 @@ Docs: https://mini-vllm.github.io/mini_vllm/quant_kernels.html.md"""
 # %% auto #0
 __all__ = ['QMM_TILING', 'QGEMV_MAX_M', 'qmm', 'TritonQuantLinear']
 
-# %% ../nbs/05b_quant_kernels.ipynb #188fa1c8
+# %% ../nbs/05b_quant_kernels.ipynb #c5263605
 import torch
 
 from .quantization import QuantLinear
-from .small_batch import _int4_weights, _int8_weights, gemv
+from .small_batch import _bits, _int4_weights, _int8_weights, _row_len, gemv
 from .triton_kernels import tl, triton          # Triton as chapter 04g set it up (interpreted on a CPU)
 
-# %% ../nbs/05b_quant_kernels.ipynb #922c3900
-@triton.jit
-def _weight_tile(w_ptr, s_ptr, z_ptr, n, nm, k0, K, WBITS: tl.constexpr, GROUP: tl.constexpr,
-                 HAS_ZERO: tl.constexpr, BLOCK_K: tl.constexpr):
-    """Columns k0 .. k0 + BLOCK_K - 1 of weight rows n, as fp32: int8 as integers (the row's scale comes later);
-    int4 (BLOCK_K == GROUP, one group) dequantized, as its two halves, (BLOCK_N, GROUP/2) each."""
-    if WBITS == 8:
-        k = k0 + tl.arange(0, BLOCK_K)
-        w = tl.load(w_ptr + n.to(tl.int64)[:, None] * K + k[None, :], mask=nm[:, None] & (k < K)[None, :], other=0)
-        return _int8_weights(w), w
-    else:
-        kb = k0 // 2 + tl.arange(0, BLOCK_K // 2)                        # the group's bytes
-        b = tl.load(w_ptr + n.to(tl.int64)[:, None] * (K // 2) + kb[None, :], mask=nm[:, None], other=0)
-        return _int4_weights(b, s_ptr, z_ptr, n, nm, k0 // 2, K, GROUP, HAS_ZERO, BLOCK_K // 2)
-
-# %% ../nbs/05b_quant_kernels.ipynb #982b7e01
+# %% ../nbs/05b_quant_kernels.ipynb #43f60fba
 @triton.jit
 def _qmm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, M, N, K, stride_x, stride_out, HAS_BIAS: tl.constexpr,
                 WBITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BLOCK_M: tl.constexpr,
@@ -42,25 +27,27 @@ def _qmm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, M, N, K, stride_x, s
     mm, nm = m < M, n < N
     acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
     HALF: tl.constexpr = BLOCK_K // 2
-    x_rows = x_ptr + m.to(tl.int64)[:, None] * stride_x
+    x_rows, w_rows = x_ptr + m.to(tl.int64)[:, None] * stride_x, w_ptr + n.to(tl.int64)[:, None] * _row_len(K, WBITS)
     for k0 in range(0, K, BLOCK_K):
-        a, b = _weight_tile(w_ptr, s_ptr, z_ptr, n, nm, k0, K, WBITS, GROUP, HAS_ZERO, BLOCK_K)
-        if WBITS == 8:                                                      # a: the whole chunk
+        if WBITS == 8:                                                      # the chunk's integers; scaled at the end
             k = k0 + tl.arange(0, BLOCK_K)
+            w = _int8_weights(tl.load(w_rows + k[None, :], mask=nm[:, None] & (k < K)[None, :], other=0))
             x = tl.load(x_rows + k[None, :], mask=mm[:, None] & (k < K)[None, :], other=0.0)   # (BLOCK_M, BLOCK_K)
-            acc = tl.dot(x, tl.trans(a.to(x.dtype)), acc, input_precision="ieee" if IEEE else None)
-        else:                                                               # a, b: the group's two halves
+            acc = tl.dot(x, tl.trans(w.to(x.dtype)), acc, input_precision="ieee" if IEEE else None)
+        else:                                                               # one group: its two halves of columns
             k = k0 + tl.arange(0, HALF)
+            b = tl.load(w_rows + k0 // 2 + tl.arange(0, HALF)[None, :], mask=nm[:, None], other=0)   # its bytes
+            lo, hi = _int4_weights(b, s_ptr, z_ptr, n, nm, k0 // 2, K, GROUP, HAS_ZERO, HALF)
             x = tl.load(x_rows + k[None, :], mask=mm[:, None], other=0.0)
-            acc = tl.dot(x, tl.trans(a.to(x.dtype)), acc, input_precision="ieee" if IEEE else None)
+            acc = tl.dot(x, tl.trans(lo.to(x.dtype)), acc, input_precision="ieee" if IEEE else None)
             x = tl.load(x_rows + HALF + k[None, :], mask=mm[:, None], other=0.0)
-            acc = tl.dot(x, tl.trans(b.to(x.dtype)), acc, input_precision="ieee" if IEEE else None)
+            acc = tl.dot(x, tl.trans(hi.to(x.dtype)), acc, input_precision="ieee" if IEEE else None)
     if WBITS == 8: acc = acc * tl.load(s_ptr + n, mask=nm, other=0.0).to(tl.float32)[None, :]
     y = acc.to(out_ptr.dtype.element_ty)
     if HAS_BIAS: y = y + tl.load(b_ptr + n, mask=nm, other=0.0)[None, :]
     tl.store(out_ptr + m.to(tl.int64)[:, None] * stride_out + n[None, :], y, mask=mm[:, None] & nm[None, :])
 
-# %% ../nbs/05b_quant_kernels.ipynb #99e6365c
+# %% ../nbs/05b_quant_kernels.ipynb #a5d518ce
 QMM_TILING = [  # (at most this many rows, tiling): chosen by hand; benchmarks/quant_sweep.py times others on a GPU
     (16, dict(block_m=16, block_n=64, block_k=128, num_warps=4, num_stages=4)),
     (64, dict(block_m=32, block_n=64, block_k=128, num_warps=4, num_stages=4)),
@@ -72,7 +59,7 @@ def qmm(x, w, scales, zeros=None, group_size=None, bias=None, **tiling):
     """x @ W.T (+ bias) for x (M, K): W int8 (N, K) with a scale per row, or packed int4 (N, K/2) with group scales
     (and zeros). The integers are read and dequantized in registers; the result is in x's dtype."""
     M, K = x.shape
-    N, bits = w.shape[0], 8 if w.dtype == torch.int8 else 4
+    N, bits = w.shape[0], _bits(w)
     assert w.shape[1] == (K if bits == 8 else K // 2) and x.stride(1) == 1 and w.is_contiguous()
     out = torch.empty(M, N, dtype=x.dtype, device=x.device)
     if M == 0: return out

@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/quantization.html.md"""
 # %% auto #0
 __all__ = ['INT4_GROUP_SIZES', 'CPU_DTYPE', 'QUANTIZATIONS', 'quantize_int8', 'dequantize_int8', 'pack_int4', 'unpack_int4',
            'quantize_int4', 'dequantize_int4', 'cpu_int4_weights', 'QuantLinear', 'resolve_group_size',
-           'quantize_model']
+           'check_quantization', 'quantize_model']
 
 # %% ../nbs/05a_quantization.ipynb #d6aa4ab9
 import torch
@@ -165,14 +165,19 @@ def resolve_group_size(group_size: int | None, widths: set[int]) -> int:
     return group_size
 
 # %% ../nbs/05a_quantization.ipynb #1a0f9a6b
+def check_quantization(quantization) -> int:
+    "The bits of a quantization this chapter knows (`int8`, `int4`); anything else is a ParamError naming it."
+    if quantization not in QUANTIZATIONS:
+        raise ParamError("quantization", f"quantization must be one of {list(QUANTIZATIONS)} or None, "
+                                         f"got {quantization!r}")
+    return QUANTIZATIONS[quantization]
+
+
 def quantize_model(model: nn.Module, quantization: str, group_size: int | None = None, symmetric: bool = True,
                    lm_head: bool = False, linear_cls: type = QuantLinear) -> nn.Module:
     """Swap `model`'s nn.Linear layers, in place, for `linear_cls` (QuantLinear) layers holding int8 or int4
     weights. The embeddings stay as they are, and the LM head too unless `lm_head`."""
-    if quantization not in QUANTIZATIONS:
-        raise ParamError("quantization", f"quantization must be one of {list(QUANTIZATIONS)} or None, "
-                                         f"got {quantization!r}")
-    bits = QUANTIZATIONS[quantization]
+    bits = check_quantization(quantization)
     if bits == 8 and group_size is not None:
         raise ParamError("group_size", "group_size applies to int4 only (int8 has one scale per output channel)")
     targets = _targets(model, lm_head)

@@ -128,29 +128,20 @@ def _fma_chunk(acc, ss, w, x_ptr, nw_ptr, s_ptr, z_ptr, n, nm, m, mm, k0, K, str
 @triton.jit
 def _rows_dot(x_ptr, w_ptr, w0, nw_ptr, s_ptr, z_ptr, n, nm, m, mm, K, stride_x, NORM: tl.constexpr,
               EVEN_K: tl.constexpr, M_PAD: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-              WBITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, PREFETCH: tl.constexpr):
+              WBITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr):
     """fp32 (M_PAD, BLOCK_N): input rows m times weight rows n, streamed over K once, the first chunk w0 already
     loaded; with NORM, the input is scaled by the norm weight and each row's sum of squares is returned too (the
-    1/rms is applied by the caller). Int8 rows are scaled once, at the end. With PREFETCH each chunk is asked for
-    one chunk ahead of its use (the last one asks for the first again), so that a load is always in flight."""
+    1/rms is applied by the caller). Int8 rows are scaled once, at the end."""
     if M_PAD == 1: acc = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)     # products summed over K once, after the loop
     else: acc = tl.zeros([M_PAD, BLOCK_N, BLOCK_K], tl.float32)
     ss = tl.zeros([M_PAD, BLOCK_K], tl.float32)
+    acc, ss = _fma_chunk(acc, ss, w0, x_ptr, nw_ptr, s_ptr, z_ptr, n, nm, m, mm, 0, K, stride_x, NORM, EVEN_K,
+                         M_PAD, BLOCK_K, WBITS, GROUP, HAS_ZERO)
     KW = _row_len(K, WBITS)
-    if PREFETCH:
-        w = w0
-        for k0 in range(0, KW, BLOCK_K):
-            w_next = _w_chunk(w_ptr, n, nm, (k0 + BLOCK_K) % KW, KW, EVEN_K, BLOCK_K)
-            acc, ss = _fma_chunk(acc, ss, w, x_ptr, nw_ptr, s_ptr, z_ptr, n, nm, m, mm, k0, K, stride_x, NORM,
-                                 EVEN_K, M_PAD, BLOCK_K, WBITS, GROUP, HAS_ZERO)
-            w = w_next
-    else:
-        acc, ss = _fma_chunk(acc, ss, w0, x_ptr, nw_ptr, s_ptr, z_ptr, n, nm, m, mm, 0, K, stride_x, NORM, EVEN_K,
+    for k0 in range(BLOCK_K, KW, BLOCK_K):
+        w = _w_chunk(w_ptr, n, nm, k0, KW, EVEN_K, BLOCK_K)
+        acc, ss = _fma_chunk(acc, ss, w, x_ptr, nw_ptr, s_ptr, z_ptr, n, nm, m, mm, k0, K, stride_x, NORM, EVEN_K,
                              M_PAD, BLOCK_K, WBITS, GROUP, HAS_ZERO)
-        for k0 in range(BLOCK_K, KW, BLOCK_K):
-            w = _w_chunk(w_ptr, n, nm, k0, KW, EVEN_K, BLOCK_K)
-            acc, ss = _fma_chunk(acc, ss, w, x_ptr, nw_ptr, s_ptr, z_ptr, n, nm, m, mm, k0, K, stride_x, NORM,
-                                 EVEN_K, M_PAD, BLOCK_K, WBITS, GROUP, HAS_ZERO)
     if M_PAD == 1: out = tl.sum(acc, 1)[None, :]
     else: out = tl.sum(acc, 2)
     if WBITS == 8: out = out * tl.load(s_ptr + n, mask=nm, other=0.0).to(tl.float32)[None, :]   # one scale per row
@@ -162,7 +153,7 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, s_ptr, z_ptr, res_ptr, out_ptr, M,
                  stride_out, eps, NORM: tl.constexpr, SILU_OUT: tl.constexpr, HAS_BIAS: tl.constexpr,
                  HAS_RES: tl.constexpr, EVEN_K: tl.constexpr, M_PAD: tl.constexpr, BLOCK_N: tl.constexpr,
                  BLOCK_K: tl.constexpr, PDL: tl.constexpr, WBITS: tl.constexpr, GROUP: tl.constexpr,
-                 HAS_ZERO: tl.constexpr, PREFETCH: tl.constexpr):
+                 HAS_ZERO: tl.constexpr):
     n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)          # this program's outputs
     nm, m = n < N, tl.arange(0, M_PAD)
     mm = m < M
@@ -172,12 +163,12 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, s_ptr, z_ptr, res_ptr, out_ptr, M,
         rm = idx < N
         w0 = _start(rows, rm, w_ptr, KW, PDL, EVEN_K, BLOCK_K)
         acc, ss = _rows_dot(x_ptr, w_ptr, w0, nw_ptr, s_ptr, z_ptr, rows, rm, m, mm, K, stride_x, NORM, EVEN_K,
-                            M_PAD, 2 * BLOCK_N, BLOCK_K, WBITS, GROUP, HAS_ZERO, PREFETCH)
+                            M_PAD, 2 * BLOCK_N, BLOCK_K, WBITS, GROUP, HAS_ZERO)
     else:
         rows, rm = n, nm
         w0 = _start(rows, rm, w_ptr, KW, PDL, EVEN_K, BLOCK_K)
         acc, ss = _rows_dot(x_ptr, w_ptr, w0, nw_ptr, s_ptr, z_ptr, rows, rm, m, mm, K, stride_x, NORM, EVEN_K,
-                            M_PAD, BLOCK_N, BLOCK_K, WBITS, GROUP, HAS_ZERO, PREFETCH)
+                            M_PAD, BLOCK_N, BLOCK_K, WBITS, GROUP, HAS_ZERO)
     if NORM: acc = acc * tl.rsqrt(ss / K + eps)[:, None]
     y = acc.to(x_ptr.dtype.element_ty)                              # rounded as a matmul's output would be
     if HAS_BIAS: y = y + tl.load(b_ptr + rows, mask=rm, other=0.0)[None, :]
@@ -203,9 +194,8 @@ GEMV_TILING = {           # (rows rounded up to a power of 2, shape): the best o
 
 
 QUANT_TILING = {          # chapter 05's int8 and int4 weights: (bits, rows rounded up, shape) -> tiling, from an H200
-    (8, 1, kind): dict(block_n=4, block_k=1024, num_warps=4) for kind in ("narrow", "wide", "deep", "swiglu", "qkv")}
-QUANT_TILING |= {(8, 2, kind): t for (_, _, kind), t in QUANT_TILING.items()}
-QUANT_TILING |= {(4, m, kind): dict(block_n=4, block_k=2048, num_warps=4) for (_, m, kind) in QUANT_TILING}
+    (bits, m, kind): dict(block_n=4, block_k=1024 if bits == 8 else 2048, num_warps=4)
+    for bits in (8, 4) for m in (1, 2) for kind in ("narrow", "wide", "deep", "swiglu", "qkv")}
 
 
 def _tiling(M, N, K, kind=None, bits=16, **over):
@@ -217,7 +207,7 @@ def _tiling(M, N, K, kind=None, bits=16, **over):
     kind = kind or ("deep" if K > N else "wide" if N > 4096 else "narrow")
     base = GEMV_TILING.get((M_PAD, kind)) or GEMV_TILING[(M_PAD, "wide" if N > 4096 else "narrow")]
     base = QUANT_TILING.get((bits, M_PAD, kind), base)
-    t = {"num_stages": 1, "prefetch": False, **base, **{k: v for k, v in over.items() if v is not None}}
+    t = {"num_stages": 1, **base, **{k: v for k, v in over.items() if v is not None}}
     t["block_k"] = min(t["block_k"], triton.next_power_of_2(K))
     return M_PAD, t
 
@@ -254,8 +244,8 @@ def gemv(x, w, bias=None, *, norm_weight=None, eps=1e-6, silu_out=False, residua
         norm_weight if norm_weight is not None else w, res_ptr=res, out_ptr=out, M=M, N=N, K=K, stride_x=x.stride(0),
         stride_res=res.stride(0), stride_out=out.stride(0), eps=eps, NORM=norm_weight is not None, SILU_OUT=silu_out,
         HAS_BIAS=bias is not None, HAS_RES=residual is not None, EVEN_K=w.shape[1] % block_k == 0, M_PAD=M_PAD,
-        BLOCK_N=t["block_n"], BLOCK_K=block_k, num_warps=t["num_warps"], num_stages=t["num_stages"],
-        PREFETCH=t["prefetch"], **fmt, **_pdl(pdl))
+        BLOCK_N=t["block_n"], BLOCK_K=block_k, num_warps=t["num_warps"], num_stages=t["num_stages"], **fmt,
+        **_pdl(pdl))
     return out
 
 # %% ../nbs/04i_small_batch.ipynb #1cd14235
@@ -264,7 +254,7 @@ def _qkv_rope_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, s_ptr, z_ptr, qkv_ptr, cos_ptr
                      vc_ptr, M, K, stride_x, stride_qkv, stride_cos, eps, H: tl.constexpr, HKV: tl.constexpr,
                      D: tl.constexpr, HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, M_PAD: tl.constexpr,
                      BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr, WBITS: tl.constexpr,
-                     GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, PREFETCH: tl.constexpr):
+                     GROUP: tl.constexpr, HAS_ZERO: tl.constexpr):
     HALF: tl.constexpr = D // 2
     pid = tl.program_id(0)
     head = pid // (HALF // BLOCK_H)                                 # a q, k or v head: 0..H + 2 * HKV - 1
@@ -279,7 +269,7 @@ def _qkv_rope_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, s_ptr, z_ptr, qkv_ptr, cos_ptr
     s = tl.load(sin_ptr + pos[:, None] * stride_cos + j[None, :])
     slot = tl.load(slot_ptr + m, mask=mm, other=0).to(tl.int64)
     acc, ss = _rows_dot(x_ptr, w_ptr, w0, nw_ptr, s_ptr, z_ptr, n, n >= 0, m, mm, K, stride_x, True, EVEN_K, M_PAD,
-                        2 * BLOCK_H, BLOCK_K, WBITS, GROUP, HAS_ZERO, PREFETCH)
+                        2 * BLOCK_H, BLOCK_K, WBITS, GROUP, HAS_ZERO)
     y = (acc * tl.rsqrt(ss / K + eps)[:, None]).to(qkv_ptr.dtype.element_ty)
     if HAS_BIAS: y = y + tl.load(b_ptr + n)[None, :]
     x1, x2 = tl.split(tl.reshape(y.to(tl.float32), [M_PAD, BLOCK_H, 2]))   # (M_PAD, BLOCK_H): first, second half
@@ -312,8 +302,8 @@ def qkv_rope_write(x, norm_weight, eps, w, bias, rope_cos, rope_sin, positions, 
         cos_ptr=rope_cos, sin_ptr=rope_sin, pos_ptr=positions, slot_ptr=slot_mapping, kc_ptr=k_cache, vc_ptr=v_cache,
         M=M, K=K, stride_x=x.stride(0), stride_qkv=out.stride(0), stride_cos=rope_cos.stride(0), eps=eps,
         H=num_heads, HKV=num_kv_heads, D=head_dim, HAS_BIAS=bias is not None, EVEN_K=w.shape[1] % block_k == 0,
-        M_PAD=M_PAD, BLOCK_H=block_h, BLOCK_K=block_k, num_warps=t["num_warps"], num_stages=t["num_stages"],
-        PREFETCH=t["prefetch"], **fmt, **_pdl(pdl))
+        M_PAD=M_PAD, BLOCK_H=block_h, BLOCK_K=block_k, num_warps=t["num_warps"], num_stages=t["num_stages"], **fmt,
+        **_pdl(pdl))
     return out
 
 # %% ../nbs/04i_small_batch.ipynb #4fc0db0a
