@@ -2,7 +2,7 @@
 # One GPU run for the book, in at most 9 minutes: the fp16 path (the one a T4 takes) checked by gpu_bench, and the
 # GPU cells of the Triton chapters executed with their outputs saved, ready for tools/merge_outputs.py.
 #
-#   bash benchmarks/gpu_book.sh [STEP ...]     STEP: env bench bf16ref quant notebooks (default: env bench notebooks)
+#   bash benchmarks/gpu_book.sh [STEP ...]     STEP: env bench bf16ref quant tp notebooks (default: env bench notebooks)
 #
 # Run from the repo root. Everything goes under $OUT (default ./gpu_book_out), at most 8 files, none deeper than
 # $OUT/a/b/file: env.txt, <step>.log per step, gpu_bench_fp16.json (and _bf16), bench_extras.tgz, notebooks.tgz,
@@ -66,9 +66,12 @@ quant)                                  # chapter 05: kernels, then the engine w
     grep -h "ms/token\|tok/s\|rc=" "$OUT"/engine_*.log | cut -c1-110
     mv "$OUT"/quant.log "$OUT"/engine_*.log /tmp/quant/ 2>/dev/null
     (cd /tmp && tar czf "$OUT/quant.tgz" quant) ;;
+tp)                                     # chapter 09 on two GPUs: batch 1, the public workload, agreement
+    step tp 420 python3 benchmarks/tp_bench.py --out /tmp/tp
+    cp /tmp/tp/tp_bench.json "$OUT/" 2>/dev/null ;;
 notebooks)                              # the chapters' GPU cells, outputs saved into copies of the notebooks
     step notebooks 200 python3 tools/run_cells.py --flags gpu --save-outputs /tmp/executed $NOTEBOOKS
     (cd /tmp && tar czf "$OUT/notebooks.tgz" executed) ;;
-*) echo "unknown step $s (env bench bf16ref notebooks)" ;;
+*) echo "unknown step $s (env bench bf16ref quant tp notebooks)" ;;
 esac; done
 ls -la "$OUT"

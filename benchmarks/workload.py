@@ -35,12 +35,19 @@ TINY_CONFIG = {**TINYLLAMA_CONFIG, "hidden_size": 64, "intermediate_size": 128, 
 
 GENERATION_CONFIG = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0, "max_length": 2048}
 
+# meta-llama/Meta-Llama-3-8B's shape: the size where splitting a model over two GPUs pays (benchmarks/tp_bench.py).
+LLAMA3_8B_CONFIG = {**TINYLLAMA_CONFIG, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+                    "max_position_embeddings": 8192, "rope_theta": 500000.0, "bos_token_id": 128000,
+                    "eos_token_id": 128001}
 
-def tinyllama_config_dir(path, tiny=False):
-    """Write config.json and generation_config.json for TinyLlama-1.1B (or the tiny variant) into `path`."""
+
+def tinyllama_config_dir(path, tiny=False, config=None):
+    """Write config.json and generation_config.json for TinyLlama-1.1B (or the tiny variant, or `config`) into `path`."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    (path / "config.json").write_text(json.dumps(TINY_CONFIG if tiny else TINYLLAMA_CONFIG, indent=2) + "\n")
+    config = config or (TINY_CONFIG if tiny else TINYLLAMA_CONFIG)
+    (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     (path / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG, indent=2) + "\n")
     return path
 

@@ -86,21 +86,27 @@ class LLMEngine:
         torch.manual_seed(seed)                                   # unseeded requests sample from this
         self.model, self.tp = _load_engine_model(model, dtype, device, load_format, attention_backend,
                                                  tensor_parallel_size, tp_timeout_s, quantization)
-        self.tokenizer, cfg, w = load_tokenizer(self.model.path), self.model.config, next(self.model.parameters())
-        self.device, self.dtype = w.device, w.dtype
-        if max_model_len is not None and max_model_len > cfg.max_position_embeddings:
-            raise ValueError(f"max_model_len ({max_model_len}) exceeds the model's max_position_embeddings ({cfg.max_position_embeddings})")
-        budget = max_num_batched_tokens or (16384 if self.device.type == "cuda" else 2048)
-        longest = max_model_len or cfg.max_position_embeddings
-        num_kv_blocks = num_kv_blocks or self._auto_num_blocks(block_size, max_num_seqs * cdiv(longest, block_size),
-                                                               kv_cache_memory_bytes, gpu_memory_utilization, budget)
-        self.max_model_len = max_model_len or min(cfg.max_position_embeddings, num_kv_blocks * block_size)
-        self.kv = KVCacheManager(num_kv_blocks, block_size, enable_prefix_caching)
-        self.scheduler = Scheduler(self.kv, max_num_seqs, budget, self.max_model_len)
-        self.cache = PagedKVCache.allocate(cfg, num_kv_blocks + 1, block_size, self.dtype, self.device)  # + a scratch block
-        self.num_scheduler_steps = num_scheduler_steps or (32 if self.device.type == "cuda" else 1)
-        self.runner = self._make_runner(attention_backend, enforce_eager, max_num_seqs)
-        self.weight_bytes = sum(p.nbytes for p in self.model.parameters())   # a tied matrix counts once
+        try:
+            self.tokenizer, cfg, w = load_tokenizer(self.model.path), self.model.config, next(self.model.parameters())
+            self.device, self.dtype = w.device, w.dtype
+            if max_model_len is not None and max_model_len > cfg.max_position_embeddings:
+                raise ValueError(f"max_model_len ({max_model_len}) exceeds the model's max_position_embeddings "
+                                 f"({cfg.max_position_embeddings})")
+            budget = max_num_batched_tokens or (16384 if self.device.type == "cuda" else 2048)
+            longest = max_model_len or cfg.max_position_embeddings
+            cap = max_num_seqs * cdiv(longest, block_size)
+            num_kv_blocks = num_kv_blocks or self._auto_num_blocks(block_size, cap, kv_cache_memory_bytes,
+                                                                   gpu_memory_utilization, budget)
+            self.max_model_len = max_model_len or min(cfg.max_position_embeddings, num_kv_blocks * block_size)
+            self.kv = KVCacheManager(num_kv_blocks, block_size, enable_prefix_caching)
+            self.scheduler = Scheduler(self.kv, max_num_seqs, budget, self.max_model_len)
+            self.cache = PagedKVCache.allocate(cfg, num_kv_blocks + 1, block_size, self.dtype, self.device)  # + scratch
+            self.num_scheduler_steps = num_scheduler_steps or (32 if self.device.type == "cuda" else 1)
+            self.runner = self._make_runner(attention_backend, enforce_eager, max_num_seqs)
+            self.weight_bytes = sum(p.nbytes for p in self.model.parameters())   # a tied matrix counts once
+        except BaseException:
+            if self.tp is not None: self.tp.shutdown()            # a failed start leaves no process behind
+            raise
         self.parents: dict[str, _Parent] = {}                     # request id -> its prompt's children
         self.children: dict[str, tuple[_Parent, int]] = {}        # child request id -> (parent, index)
         self.ids = itertools.count()
@@ -147,10 +153,11 @@ def _load_engine_model(model, dtype, device, load_format, attention_backend, ten
 @patch
 def _make_runner(self: LLMEngine, attention_backend: str, enforce_eager: bool, max_num_seqs: int):
     "The model runner that fits the engine's device, backend and parallelism."
-    if self.tp is not None:
-        from mini_vllm.tensor_parallel import TPModelRunner
-        return TPModelRunner(self.tp, self.cache, self.kv, attention_backend)
-    if self.device.type == "cuda" and attention_backend == "triton" and not enforce_eager:   # CUDA graphs (04h)
+    graphs = self.device.type == "cuda" and attention_backend == "triton" and not enforce_eager   # CUDA graphs (04h)
+    if self.tp is not None:                                    # every rank builds the same runner (chapter 09)
+        from mini_vllm.tensor_parallel import tp_runner
+        return tp_runner(self.tp, self.cache, self.kv, attention_backend, graphs, max_num_seqs, self.max_model_len)
+    if graphs:
         from mini_vllm.cuda_graphs import CUDAGraphRunner
         return CUDAGraphRunner(self.model, self.cache, self.kv, max_num_seqs, self.max_model_len)
     return ModelRunner(self.model, self.cache, self.kv, attention_backend)
