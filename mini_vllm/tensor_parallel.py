@@ -208,7 +208,7 @@ class TensorParallelGroup:
         self.model = load_shard(model, 0, self.world, dtype, device, load_format)
         self._expect("ready")
 
-# %% ../nbs/09_tensor_parallel.ipynb #cf1a40e2
+# %% ../nbs/09_tensor_parallel.ipynb #20817cba
 @patch
 def _expect(self: TensorParallelGroup, what: str):
     "Wait until every worker reports `what`; raise at once if one sends an error or dies, or when time is up."
@@ -264,9 +264,13 @@ def check(self: TensorParallelGroup):
 def send(self: TensorParallelGroup, msg):
     "Send `msg` to every worker."
     data = pickle.dumps(msg)
-    try:
-        for c in self.conns: c.send_bytes(data)
-    except OSError: self.check(); raise self._fail("a tensor-parallel rank closed its pipe")
+    for r, c in enumerate(self.conns, 1):
+        try: c.send_bytes(data)
+        except OSError:                                # its process is ending: wait a moment to say how
+            try: self.procs[r - 1].wait(timeout=1)
+            except subprocess.TimeoutExpired: pass
+            self.check()
+            raise self._fail(f"tensor-parallel rank {r} closed its pipe") from None
 
 @patch
 def run(self: TensorParallelGroup, fn, *args):
