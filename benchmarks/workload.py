@@ -68,6 +68,16 @@ def public_workload(n=256, lo=100, hi=1024, seed=0, vocab=32000):
     return [(p.tolist(), int(o)) for p, o in zip(prompts, output_lens)]
 
 
+def cpu_workload(n=64, prompt=(32, 256), output=(64, 128), seed=0, vocab=49152):
+    """The CPU side-by-side workload (SmolLM2's vocabulary): n requests, lengths uniform in the given ranges, drawn as
+    `public_workload` draws them."""
+    g = torch.Generator().manual_seed(seed)
+    prompt_lens = torch.randint(prompt[0], prompt[1] + 1, (n,), generator=g)
+    output_lens = torch.randint(output[0], output[1] + 1, (n,), generator=g)
+    tokens = torch.randint(0, vocab, (int(prompt_lens.sum()),), generator=g)
+    return [(p.tolist(), int(o)) for p, o in zip(torch.split(tokens, prompt_lens.tolist()), output_lens)]
+
+
 def workload_stats(workload):
     """Summary numbers of a workload, for the JSON header."""
     p = [len(ids) for ids, _ in workload]

@@ -208,7 +208,7 @@ class TensorParallelGroup:
         self.model = load_shard(model, 0, self.world, dtype, device, load_format)
         self._expect("ready")
 
-# %% ../nbs/09_tensor_parallel.ipynb #20817cba
+# %% ../nbs/09_tensor_parallel.ipynb #d1ff9a4a
 @patch
 def _expect(self: TensorParallelGroup, what: str):
     "Wait until every worker reports `what`; raise at once if one sends an error or dies, or when time is up."
@@ -274,7 +274,7 @@ def send(self: TensorParallelGroup, msg):
 
 @patch
 def run(self: TensorParallelGroup, fn, *args):
-    "fn(*args), a step that the workers follow; a lost rank raises EngineDeadError."
+    "Call `fn` with `args`: a step that the workers follow; a lost rank raises EngineDeadError."
     self.check()
     self.busy_since = time.monotonic()
     try: result = fn(*args)
