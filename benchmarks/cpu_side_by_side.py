@@ -55,19 +55,17 @@ def _ask_vllm(llm, prompts, params):
     return llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)
 
 
-def child_vllm(path):
-    from vllm import SamplingParams
-    import vllm
-    work, res, ask = cpu_workload(), {"version": vllm.__version__}, _ask_vllm
+def measure(make, ask, SamplingParams) -> dict:
+    "Build an engine with make(); its output tok/s on the workload and its single-request ms/token."
+    work, greedy = cpu_workload(), lambda n: SamplingParams(temperature=0, max_tokens=n, ignore_eos=True)
     t0 = time.perf_counter()
-    llm = _vllm(path, "bfloat16")
-    res["init_seconds"] = time.perf_counter() - t0
-    ask(llm, [p for p, _ in work[:2]], SamplingParams(temperature=0, max_tokens=8, ignore_eos=True))   # warm-up
-    params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for _, n in work]
-    dt, outs = timed(lambda: ask(llm, [p for p, _ in work], params))
+    llm = make()
+    res = dict(init_seconds=time.perf_counter() - t0)
+    ask(llm, [p for p, _ in work[:2]], [greedy(8)] * 2)                          # warm-up
+    dt, outs = timed(lambda: ask(llm, [p for p, _ in work], [greedy(n) for _, n in work]))
     n_out = sum(len(o.outputs[0].token_ids) for o in outs)
     res["workload"] = dict(seconds=dt, output_tokens=n_out, output_tok_per_s=n_out / dt)
-    one = lambda n: ask(llm, [batch1_prompt()], SamplingParams(temperature=0, max_tokens=n, ignore_eos=True))
+    one = lambda n: ask(llm, [batch1_prompt()], [greedy(n)])
     one(8)
     t1, _ = timed(lambda: one(1))
     tn, _ = timed(lambda: one(BATCH1_TOKENS + 1))
@@ -75,35 +73,31 @@ def child_vllm(path):
     return res
 
 
+def greedy_tokens(llm, ask, SamplingParams) -> list:
+    "fp32 greedy tokens of the agreement prompts."
+    params = SamplingParams(temperature=0, max_tokens=AGREE_TOKENS, ignore_eos=True)
+    outs = ask(llm, agree_prompts(), [params] * AGREE_PROMPTS)
+    return [o.outputs[0].token_ids for o in outs]
+
+
+def child_vllm(path):
+    from vllm import SamplingParams
+    import vllm
+    return dict(version=vllm.__version__, **measure(lambda: _vllm(path, "bfloat16"), _ask_vllm, SamplingParams))
+
+
 def child_vllm_fp32(path):
     "vLLM's fp32 greedy tokens (a process of its own: one vLLM engine per process)."
     from vllm import SamplingParams
-    outs = _ask_vllm(_vllm(path, "float32"), agree_prompts(),
-                     SamplingParams(temperature=0, max_tokens=AGREE_TOKENS, ignore_eos=True))
-    return {"fp32_tokens": [o.outputs[0].token_ids for o in outs]}
+    return {"fp32_tokens": greedy_tokens(_vllm(path, "float32"), _ask_vllm, SamplingParams)}
 
 
 def child_mini_vllm(path):
     import torch
     from mini_vllm import LLM, SamplingParams
-    work, res = cpu_workload(), {"threads": torch.get_num_threads()}
     ask = lambda llm, prompts, params: llm.generate(prompts, params, use_tqdm=False)
-    t0 = time.perf_counter()
-    llm = LLM(path, dtype="bfloat16")
-    res["init_seconds"] = time.perf_counter() - t0
-    ask(llm, [p for p, _ in work[:2]], SamplingParams(temperature=0, max_tokens=8, ignore_eos=True))
-    params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for _, n in work]
-    dt, outs = timed(lambda: ask(llm, [p for p, _ in work], params))
-    n_out = sum(len(o.outputs[0].token_ids) for o in outs)
-    res["workload"] = dict(seconds=dt, output_tokens=n_out, output_tok_per_s=n_out / dt)
-    one = lambda n: ask(llm, [batch1_prompt()], SamplingParams(temperature=0, max_tokens=n, ignore_eos=True))
-    one(8)
-    t1, _ = timed(lambda: one(1))
-    tn, _ = timed(lambda: one(BATCH1_TOKENS + 1))
-    res["batch1"] = dict(ms_per_token=(tn - t1) / BATCH1_TOKENS * 1e3, first_token_ms=t1 * 1e3)
-    llm = LLM(path, dtype="float32")
-    outs = ask(llm, agree_prompts(), SamplingParams(temperature=0, max_tokens=AGREE_TOKENS, ignore_eos=True))
-    res["fp32_tokens"] = [o.outputs[0].token_ids for o in outs]
+    res = dict(threads=torch.get_num_threads(), **measure(lambda: LLM(path, dtype="bfloat16"), ask, SamplingParams))
+    res["fp32_tokens"] = greedy_tokens(LLM(path, dtype="float32"), ask, SamplingParams)
     return res
 
 

@@ -4,9 +4,9 @@ For each model shape (TinyLlama-1.1B, and Llama-3-8B, the size where splitting p
 Triton kernels with CUDA graphs, default engine settings otherwise, tensor_parallel_size 1 then 2:
   batch1   batch-1 decode ms/token: 128-token prompt, 512 tokens, greedy
   thru     output tok/s on the public workload (256 requests, prompt/output lengths U[100, 1024], EOS ignored)
-  agree    bf16 greedy agreement of 2 ranks with 1: 16 prompts x 128 tokens, tokens equal before the first difference
-           (meaningful only for `tinyllama_weights`: TinyLlama's shape with random weights saved once and loaded by
-           both engines; with dummy weights each rank draws its own)
+  agree    bf16 greedy agreement of 2 ranks with 1: 16 prompts x 128 tokens, tokens equal before the first difference;
+           only for `tinyllama_weights` (TinyLlama's shape with random weights saved once and loaded by both engines:
+           with dummy weights each rank draws its own)
   memory   KV-cache capacity each engine found room for (tokens), and the weight bytes each GPU holds
 Writes tp_bench.json into --out (rewritten after every measurement). Run from the repo root on a 2-GPU machine:
   python benchmarks/tp_bench.py --out $OUT [--models tinyllama,llama3_8b] [--sections batch1,thru,agree]
@@ -67,7 +67,7 @@ def measure(name, cfg_dir, load_format, tp, sections, args) -> dict:
             t513, _ = timed(lambda: run(513))
             res["batch1"] = dict(ms_per_token=(t513 - t1) / 512 * 1e3, prefill_plus_first_token_ms=t1 * 1e3)
             print(f"  {name} tp={tp}: batch 1 {res['batch1']['ms_per_token']:.3f} ms/token", flush=True)
-        if "agree" in sections:
+        if "agree" in sections and load_format != "dummy":               # dummy weights: each rank draws its own
             prompts = [torch.randint(0, 32000, (64,), generator=g).tolist() for _ in range(16)]
             outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=128, ignore_eos=True), use_tqdm=False)
             res["agree_tokens"] = [o.outputs[0].token_ids for o in outs]

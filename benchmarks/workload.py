@@ -52,30 +52,30 @@ def tinyllama_config_dir(path, tiny=False, config=None):
     return path
 
 
-def public_workload(n=256, lo=100, hi=1024, seed=0, vocab=32000):
-    """Return n (prompt_token_ids, output_len) pairs; every request ignores EOS and generates exactly output_len.
+def draw_workload(n, prompt, output, seed=0, vocab=32000):
+    """n (prompt_token_ids, output_len) pairs, lengths uniform in the inclusive ranges `prompt` and `output`; every
+    request ignores EOS and generates exactly output_len.
 
     One generator, `g = torch.Generator().manual_seed(seed)` (CPU), drawn in this order:
-    1. prompt_lens = torch.randint(lo, hi + 1, (n,), generator=g)
-    2. output_lens = torch.randint(lo, hi + 1, (n,), generator=g)
+    1. prompt_lens = torch.randint(prompt[0], prompt[1] + 1, (n,), generator=g)
+    2. output_lens = torch.randint(output[0], output[1] + 1, (n,), generator=g)
     3. tokens = torch.randint(0, vocab, (sum(prompt_lens),), generator=g), split in request order.
     """
-    g = torch.Generator().manual_seed(seed)
-    prompt_lens = torch.randint(lo, hi + 1, (n,), generator=g)
-    output_lens = torch.randint(lo, hi + 1, (n,), generator=g)
-    tokens = torch.randint(0, vocab, (int(prompt_lens.sum()),), generator=g)
-    prompts = torch.split(tokens, prompt_lens.tolist())
-    return [(p.tolist(), int(o)) for p, o in zip(prompts, output_lens)]
-
-
-def cpu_workload(n=64, prompt=(32, 256), output=(64, 128), seed=0, vocab=49152):
-    """The CPU side-by-side workload (SmolLM2's vocabulary): n requests, lengths uniform in the given ranges, drawn as
-    `public_workload` draws them."""
     g = torch.Generator().manual_seed(seed)
     prompt_lens = torch.randint(prompt[0], prompt[1] + 1, (n,), generator=g)
     output_lens = torch.randint(output[0], output[1] + 1, (n,), generator=g)
     tokens = torch.randint(0, vocab, (int(prompt_lens.sum()),), generator=g)
     return [(p.tolist(), int(o)) for p, o in zip(torch.split(tokens, prompt_lens.tolist()), output_lens)]
+
+
+def public_workload(n=256, lo=100, hi=1024, seed=0, vocab=32000):
+    """The public workload: n requests, prompt and output lengths uniform in [lo, hi] (`draw_workload`)."""
+    return draw_workload(n, (lo, hi), (lo, hi), seed, vocab)
+
+
+def cpu_workload(n=64, prompt=(32, 256), output=(64, 128), seed=0, vocab=49152):
+    """The CPU side-by-side workload, in SmolLM2's vocabulary (`draw_workload`)."""
+    return draw_workload(n, prompt, output, seed, vocab)
 
 
 def workload_stats(workload):
