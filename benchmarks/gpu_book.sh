@@ -16,7 +16,7 @@ COMMIT=${MINI_VLLM_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unkn
 NOTEBOOKS=${NOTEBOOKS:-nbs/04g_triton_kernels.ipynb nbs/04h_cuda_graphs.ipynb nbs/04i_small_batch.ipynb nbs/05b_quant_kernels.ipynb}
 STEPS=${*:-env bench notebooks}
 mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 MINI_VLLM_COMMIT=$COMMIT
+export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 MINI_VLLM_COMMIT=$COMMIT   # a step killed at its limit prints every thread
 
 if ls "$WHEELS"/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
@@ -27,7 +27,7 @@ fi
 step() {    # step NAME SECONDS COMMAND...: run COMMAND in its own process, its output in $OUT/NAME.log
     local name=$1 limit=$2; shift 2
     local t0=$SECONDS
-    timeout --kill-after=10 "$limit" "$@" > "$OUT/$name.log" 2>&1
+    timeout -s ABRT --kill-after=10 "$limit" "$@" > "$OUT/$name.log" 2>&1
     local rc=$?
     echo "[$name] rc=$rc $((SECONDS - t0))s" | tee -a "$OUT/$name.log"
 }
@@ -70,7 +70,7 @@ tp)                                     # chapter 09 on two GPUs: batch 1, the p
     step tp 420 python3 benchmarks/tp_bench.py --out /tmp/tp
     cp /tmp/tp/tp_bench.json "$OUT/" 2>/dev/null ;;
 notebooks)                              # the chapters' GPU cells, outputs saved into copies of the notebooks
-    step notebooks 200 python3 tools/run_cells.py --flags gpu --save-outputs /tmp/executed $NOTEBOOKS
+    step notebooks ${NB_LIMIT:-200} python3 tools/run_cells.py --flags gpu --save-outputs /tmp/executed $NOTEBOOKS
     (cd /tmp && tar czf "$OUT/notebooks.tgz" executed) ;;
 *) echo "unknown step $s (env bench bf16ref quant tp notebooks)" ;;
 esac; done
