@@ -50,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
     g.add_argument("--max-num-seqs", type=int, default=64, help="requests decoded together at most (default: 64)")
     g.add_argument("--block-size", type=int, default=16, help="tokens per KV-cache block (default: 16)")
-    g.add_argument("--attention-backend", default="torch", help="paged attention implementation (default: torch)")
+    g.add_argument("--attention-backend", default="auto",
+                   help="paged attention: auto (cpu on a CPU, else torch), torch, cpu or triton")
     g.add_argument("--quantization", default=None, choices=("int8", "int4"),
                    help="weight-only quantization (chapter 05)")
     add_serve_parser(sub)
@@ -110,7 +111,7 @@ ENGINE_ARGS = [  # (flag, type, help): passed to LLMEngine when given
     ("--block-size", int, "tokens per KV-cache block"), ("--num-kv-blocks", int, "KV-cache blocks (default: sized from memory)"),
     ("--kv-cache-memory-bytes", int, "memory for the KV cache on a CPU"), ("--gpu-memory-utilization", float, "fraction of GPU memory to use"),
     ("--max-num-seqs", int, "requests in the running batch at most"), ("--max-num-batched-tokens", int, "tokens per step at most"),
-    ("--max-model-len", int, "context length (prompt + output) at most"), ("--attention-backend", str, "torch or triton"),
+    ("--max-model-len", int, "context length (prompt + output) at most"), ("--attention-backend", str, "auto, torch, cpu or triton"),
     ("--num-scheduler-steps", int, "decode steps per engine step (GPU default: 32)"), ("--seed", int, "seed of unseeded sampling"),
     ("--tensor-parallel-size", int, "processes (GPUs) the model is split over, Megatron-style (default: 1)"),
     ("--quantization", str, "int8 or int4: weight-only quantization of the linear layers (chapter 05)")]

@@ -75,20 +75,21 @@ class LLMEngine:
     "The paged engine: scheduler, KV-cache manager and model runner, stepped by the caller."
     def __init__(self, model=None, dtype="auto", device="auto", block_size: int = 16, num_kv_blocks: int | None = None,
                  max_num_seqs: int = 256, max_num_batched_tokens: int | None = None, max_model_len: int | None = None,
-                 enable_prefix_caching: bool = True, attention_backend: str = "torch", load_format: str = "auto",
+                 enable_prefix_caching: bool = True, attention_backend: str = "auto", load_format: str = "auto",
                  seed: int = 0, kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.9,
                  num_scheduler_steps: int | None = None, enforce_eager: bool = False, tensor_parallel_size: int = 1,
                  tp_timeout_s: float = 60.0, quantization: str | None = None):
         _check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len, gpu_memory_utilization)
         if num_scheduler_steps is not None and not (isinstance(num_scheduler_steps, int) and num_scheduler_steps >= 1):
             raise ValueError(f"num_scheduler_steps must be an integer >= 1, got {num_scheduler_steps!r}")
-        get_attention_backend(attention_backend)                 # fail on a bad name before loading anything
+        if attention_backend != "auto": get_attention_backend(attention_backend)   # a bad name fails before loading
         torch.manual_seed(seed)                                   # unseeded requests sample from this
         self.model, self.tp = _load_engine_model(model, dtype, device, load_format, attention_backend,
                                                  tensor_parallel_size, tp_timeout_s, quantization)
         try:
             self.tokenizer, cfg, w = load_tokenizer(self.model.path), self.model.config, next(self.model.parameters())
             self.device, self.dtype = w.device, w.dtype
+            attention_backend = _resolve_backend(attention_backend, self.device)
             if max_model_len is not None and max_model_len > cfg.max_position_embeddings:
                 raise ValueError(f"max_model_len ({max_model_len}) exceeds the model's max_position_embeddings "
                                  f"({cfg.max_position_embeddings})")
@@ -103,7 +104,8 @@ class LLMEngine:
             self.cache = PagedKVCache.allocate(cfg, num_kv_blocks + 1, block_size, self.dtype, self.device)  # + scratch
             self.num_scheduler_steps = num_scheduler_steps or (32 if self.device.type == "cuda" else 1)
             self.runner = self._make_runner(attention_backend, enforce_eager, max_num_seqs)
-            self.weight_bytes = sum(p.nbytes for p in self.model.parameters())   # a tied matrix counts once
+            self.weight_bytes = (sum(p.nbytes for p in self.model.parameters())  # a tied matrix counts once
+                                 + sum(getattr(m, "packed_nbytes", 0) for m in self.model.modules()))   # 04j's
         except BaseException:
             if self.tp is not None: self.tp.shutdown()            # a failed start leaves no process behind
             raise
@@ -129,6 +131,13 @@ def _quantize(model, quantization: str, attention_backend: str):
     if next(model.parameters()).is_cuda: torch.cuda.empty_cache()    # the full-precision weights are gone
 
 # %% ../nbs/04e_llm.ipynb #fffd77c8
+def _resolve_backend(name: str, device: torch.device) -> str:
+    "The attention backend `name` on `device`: `auto` is chapter 04j's C kernels on a CPU, else PyTorch's (04c)."
+    if name == "auto": return "cpu" if device.type == "cpu" else "torch"
+    if name == "cpu" and device.type != "cpu":
+        raise ParamError("attention_backend", f"attention_backend 'cpu' runs on the CPU only; the model is on {device}")
+    return name
+
 def _load_engine_model(model, dtype, device, load_format, attention_backend, tensor_parallel_size, tp_timeout_s,
                        quantization=None):
     """The model and its tensor-parallel group (None on one device), with the forward its attention backend needs,
@@ -143,6 +152,9 @@ def _load_engine_model(model, dtype, device, load_format, attention_backend, ten
         loaded = tp.model
     else: loaded = load_model(model, dtype=dtype, device=device, load_format=load_format)
     if quantization is not None: _quantize(loaded, quantization, attention_backend)
+    if quantization is None and tp is None and next(loaded.parameters()).device.type == "cpu":
+        from mini_vllm.cpu import pack_linears                 # bf16 weights in oneDNN's layout, once (chapter 04j)
+        pack_linears(loaded)
     if attention_backend == "triton":                         # the fused-kernel forward that goes with it
         from mini_vllm.small_batch import use_small_batch_kernels
         from mini_vllm.triton_kernels import use_triton_kernels

@@ -85,6 +85,14 @@ class _Group:
         j = torch.arange(nb * block_size, device=dev)                          # (S',) key positions
         self.mask = (j <= pos[..., None]) & (j < sl[rows][:, None, None])      # (G, T, S')
         self.mask |= ~self.valid[..., None] & (j == 0)                         # padding rows see one key: no NaN
+        self.masks = {}
+
+    def folded_mask(self, rep: int) -> torch.Tensor:
+        "The mask for queries folded as below: `rep` heads' T rows each, (G, 1, rep * T, S')."
+        if rep not in self.masks:
+            G, T, S = self.mask.shape
+            self.masks[rep] = self.mask[:, None, None].expand(G, 1, rep, T, S).reshape(G, 1, rep * T, S)
+        return self.masks[rep]
 
 # %% ../nbs/04c_paged_attention.ipynb #5dd2a5a0
 class TorchPagedAttention:
@@ -100,17 +108,23 @@ class TorchPagedAttention:
         kc.view(-1, *k.shape[1:]).index_copy_(0, self.meta.slot_mapping, k)
         vc.view(-1, *v.shape[1:]).index_copy_(0, self.meta.slot_mapping, v)
         o = torch.empty_like(q)
-        for g in self.groups:
-            keys = kc.index_select(0, g.blocks).view(*g.shape, *k.shape[1:]).transpose(1, 2)   # (G, Hkv, S', D)
-            vals = vc.index_select(0, g.blocks).view(*g.shape, *v.shape[1:]).transpose(1, 2)
-            qg = q[g.q_index].transpose(1, 2)                                       # (G, H, T, D)
-            og = F.scaled_dot_product_attention(qg, keys, vals, attn_mask=g.mask[:, None], enable_gqa=True)
-            o[g.out_index] = og.transpose(1, 2)[g.valid]                            # (M, H, D)
+        for g in self.groups: self.attend(g, q, kc, vc, o)
         return o
+
+    def attend(self, g: _Group, q, kc, vc, o):
+        "Group `g`'s attention over its gathered blocks, written into `o` at its rows."
+        (H, D), Hkv, (G, T), S = q.shape[1:], kc.shape[2], g.q_index.shape, g.shape[1]
+        rep = H // Hkv                                                              # query heads per K/V head
+        keys = kc.index_select(0, g.blocks).view(G, S, Hkv, D).transpose(1, 2)      # (G, Hkv, S', D)
+        vals = vc.index_select(0, g.blocks).view(G, S, Hkv, D).transpose(1, 2)
+        qg = q[g.q_index].view(G, T, Hkv, rep, D).permute(0, 2, 3, 1, 4)            # (G, Hkv, rep, T, D)
+        og = F.scaled_dot_product_attention(qg.reshape(G, Hkv, rep * T, D), keys, vals, attn_mask=g.folded_mask(rep))
+        o[g.out_index] = og.view(G, Hkv, rep, T, D).permute(0, 3, 1, 2, 4).reshape(G, T, H, D)[g.valid]   # (M, H, D)
 
 # %% ../nbs/04c_paged_attention.ipynb #fd84f0e8
 ATTENTION_BACKENDS = {"torch": TorchPagedAttention}
-LAZY_BACKENDS = {"triton": "mini_vllm.triton_kernels"}     # registered when their module is imported (chapter 04g)
+LAZY_BACKENDS = {"triton": "mini_vllm.triton_kernels",    # registered when their module is imported (chapter 04g)
+                 "cpu": "mini_vllm.cpu"}                   # (chapter 04j)
 
 def get_attention_backend(name: str):
     "The attention class registered under `name`."
