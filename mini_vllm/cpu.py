@@ -37,30 +37,32 @@ static inline float load(elem x) { return x; }
 static inline elem store(float f) { return f; }
 #endif
 
-enum { D = HEAD_DIM, REP = GROUP };                      /* head size; query heads per K/V head */
+enum { D = HEAD_DIM, REP = GROUP, BS = BLOCK_SIZE };     /* head size, query heads per K/V head, block size */
 
 /* For each of B decoding requests and each of its Hkv K/V heads: the REP query heads of row rows[b] attend over the
-   request's seq_lens[b] keys, read where they lie in the cache (slot = block * block_size + offset, Hkv x D each). */
+   request's seq_lens[b] keys, read where they lie in the cache (slot = block * BS + offset, Hkv x D each). */
 void paged_decode(const elem *q, const elem *kc, const elem *vc, elem *out, const int64_t *rows,
-                  const int32_t *block_tables, const int32_t *seq_lens, int B, int Hkv, int block_size,
-                  int max_blocks, float scale, int threads) {
+                  const int32_t *block_tables, const int32_t *seq_lens, int B, int Hkv, int max_blocks,
+                  float scale, int threads) {
     #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
     for (int item = 0; item < B * Hkv; item++) {
         int b = item / Hkv, g = item % Hkv, S = seq_lens[b];
         const int32_t *table = block_tables + (int64_t)b * max_blocks;
         const elem *qb = q + (rows[b] * Hkv + g) * REP * D;        /* the group's REP query heads, one after another */
         float qf[REP][D], acc[REP][D], x[D];
+        const elem *k = kc, *v = vc;                               /* the current key's and value's slot */
         float *p = malloc(sizeof(float) * REP * S);                /* scores, then probabilities */
         for (int r = 0; r < REP; r++)
             for (int d = 0; d < D; d++) { qf[r][d] = load(qb[r * D + d]) * scale; acc[r][d] = 0.f; }
         for (int t = 0; t < S; t++) {                              /* a score for every key */
-            const elem *k = kc + (((int64_t)table[t / block_size] * block_size + t % block_size) * Hkv + g) * D;
+            if (t % BS == 0) k = kc + ((int64_t)table[t / BS] * BS * Hkv + g) * D;
             for (int d = 0; d < D; d++) x[d] = load(k[d]);
             for (int r = 0; r < REP; r++) {
                 float s = 0.f;
                 for (int d = 0; d < D; d++) s += qf[r][d] * x[d];
                 p[r * S + t] = s;
             }
+            k += Hkv * D;                                          /* the next slot of the block */
         }
         for (int r = 0; r < REP; r++) {                            /* softmax over the keys */
             float m = -3.0e38f, sum = 0.f;
@@ -69,10 +71,11 @@ void paged_decode(const elem *q, const elem *kc, const elem *vc, elem *out, cons
             for (int t = 0; t < S; t++) p[r * S + t] /= sum;
         }
         for (int t = 0; t < S; t++) {                              /* the values, weighted */
-            const elem *v = vc + (((int64_t)table[t / block_size] * block_size + t % block_size) * Hkv + g) * D;
+            if (t % BS == 0) v = vc + ((int64_t)table[t / BS] * BS * Hkv + g) * D;
             for (int d = 0; d < D; d++) x[d] = load(v[d]);
             for (int r = 0; r < REP; r++)
                 for (int d = 0; d < D; d++) acc[r][d] += p[r * S + t] * x[d];
+            v += Hkv * D;
         }
         elem *ob = out + (rows[b] * Hkv + g) * REP * D;
         for (int r = 0; r < REP; r++)
@@ -87,14 +90,14 @@ KERNEL_DTYPES = {torch.bfloat16: 1, torch.float32: 0}                  # ELEM_BF
 _FLAGS = (["-O3", "-march=native", "-ffast-math", "-fopenmp"], ["-O3", "-ffast-math", "-fopenmp"], ["-O3", "-ffast-math"])
 
 @functools.cache
-def decode_kernel(dtype: torch.dtype, head_dim: int, group: int):
+def decode_kernel(dtype: torch.dtype, head_dim: int, group: int, block_size: int):
     "The C decode attention for these shapes, compiled and loaded; None where no compiler can build it."
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     if dtype not in KERNEL_DTYPES or cc is None: return None
     folder = Path(tempfile.mkdtemp(prefix="mini_vllm_cpu_"))
     src, lib = folder / "decode.c", folder / "decode.so"
     src.write_text(DECODE_C)
-    defs = [f"-DHEAD_DIM={head_dim}", f"-DGROUP={group}", f"-DELEM_BF16={KERNEL_DTYPES[dtype]}"]
+    defs = [f"-DHEAD_DIM={head_dim}", f"-DGROUP={group}", f"-DBLOCK_SIZE={block_size}", f"-DELEM_BF16={KERNEL_DTYPES[dtype]}"]
     for flags in _FLAGS:
         r = subprocess.run([cc, *flags, *defs, "-shared", "-fPIC", str(src), "-o", str(lib), "-lm"], capture_output=True)
         if r.returncode == 0: break
@@ -104,7 +107,7 @@ def decode_kernel(dtype: torch.dtype, head_dim: int, group: int):
         return None
     fn = ctypes.CDLL(str(lib)).paged_decode
     p, i = ctypes.c_void_p, ctypes.c_int
-    fn.argtypes, fn.restype = [p] * 7 + [i] * 4 + [ctypes.c_float, i], None
+    fn.argtypes, fn.restype = [p] * 7 + [i] * 3 + [ctypes.c_float, i], None
     return fn
 
 # %% ../nbs/04j_cpu.ipynb #44108c2f
@@ -115,7 +118,7 @@ def paged_decode(kernel, q, kc, vc, out, rows, block_tables, seq_lens):
     assert rows.dtype == torch.int64 and block_tables.dtype == seq_lens.dtype == torch.int32
     B, W = block_tables.shape
     kernel(q.data_ptr(), kc.data_ptr(), vc.data_ptr(), out.data_ptr(), rows.data_ptr(), block_tables.data_ptr(),
-           seq_lens.data_ptr(), B, kc.shape[2], kc.shape[1], W, q.shape[-1] ** -0.5, torch.get_num_threads())
+           seq_lens.data_ptr(), B, kc.shape[2], W, q.shape[-1] ** -0.5, torch.get_num_threads())
 
 # %% ../nbs/04j_cpu.ipynb #64d1177d
 class CPUPagedAttention(TorchPagedAttention):
@@ -145,7 +148,7 @@ class CPUPagedAttention(TorchPagedAttention):
     def _decode(self, q, kc, vc, o):
         if self.decodes is None:
             m, r = self.meta, self.decode_rows
-            kernel = decode_kernel(q.dtype, q.shape[-1], q.shape[1] // kc.shape[2])
+            kernel = decode_kernel(q.dtype, q.shape[-1], q.shape[1] // kc.shape[2], self.cache.block_size)
             if kernel is None: self.groups.append(_Group(r, m, self.cache.block_size))
             self.decodes = (kernel, m.query_start_loc[r].long(), m.block_tables[r].contiguous(), m.seq_lens[r].contiguous())
         kernel, *args = self.decodes
