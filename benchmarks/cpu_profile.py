@@ -1,4 +1,4 @@
-"""Where a CPU step's time goes: mini_vllm on SmolLM2-135M (bf16), the CPU side-by-side's workload, profiled by kind of step.
+"""Where a CPU step's time goes: mini_vllm on SmolLM2-135M (bf16), the CPU side-by-side's workload, by kind of step.
 
     .venv/bin/python benchmarks/cpu_profile.py [--out DIR]
 
@@ -6,7 +6,8 @@ Two passes over the same engine. The first only times: output tok/s of the workl
 and of one request alone, and ms per step of each kind. The second also times every call of a linear layer (GEMMs) and
 of the attention (the K/V write, any gather of blocks, the attention product), and splits each kind's time into those
 and everything else (norms, RoPE, SwiGLU, sampling, Python). On a CPU each op is done when its call returns, so wall
-clocks around the calls measure them; torch.profiler slowed this workload's prompt steps 3-9x and was not used. Kinds of step: "decode" (every request adds one token), "mixed"
+clocks around the calls measure them; torch.profiler slowed this workload's prompt steps 3-9x and was not used.
+Kinds of step: "decode" (every request adds one token), "mixed"
 (prompt chunks, with or without decodes beside them), "batch 1" (one request decoding alone).
 Writes DIR/cpu_profile.json (default benchmarks/results) and prints a table.
 """
@@ -85,7 +86,7 @@ def run_workload(llm, work, SamplingParams, parts=None) -> tuple[float, int, dic
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
-    p.add_argument("--attention-backend", default="torch")
+    p.add_argument("--attention-backend", default="auto")
     args = p.parse_args(argv)
     from mini_vllm import LLM, SamplingParams
     from mini_vllm.loading import resolve_model_path
@@ -93,7 +94,8 @@ def main(argv=None):
     work, one = cpu_workload(), cpu_workload(n=1, prompt=(128, 128), output=(128, 128), seed=2)
     run_workload(llm, work[:2], SamplingParams)                                    # warm-up
     res = dict(env=dict(machine=f"{platform.machine()}, {os.cpu_count()} cores", torch=torch.__version__,
-                        threads=torch.get_num_threads(), commit=os.popen("git rev-parse --short HEAD").read().strip(),
+                        threads=torch.get_num_threads(), attention=llm.llm_engine.runner.attn_cls.__name__,
+                        commit=os.popen("git rev-parse --short HEAD").read().strip(),
                         command="benchmarks/cpu_profile.py " + " ".join(argv if argv is not None else sys.argv[1:])))
     for name, w in (("workload", work), ("batch1", one)):
         dt, n, steps = run_workload(llm, w, SamplingParams)

@@ -98,8 +98,12 @@ def decode_kernel(dtype: torch.dtype, head_dim: int, group: int, block_size: int
     src, lib = folder / "decode.c", folder / "decode.so"
     src.write_text(DECODE_C)
     defs = [f"-DHEAD_DIM={head_dim}", f"-DGROUP={group}", f"-DBLOCK_SIZE={block_size}", f"-DELEM_BF16={KERNEL_DTYPES[dtype]}"]
-    for flags in _FLAGS:
-        r = subprocess.run([cc, *flags, *defs, "-shared", "-fPIC", str(src), "-o", str(lib), "-lm"], capture_output=True)
+    for flags in _FLAGS:                    # compile, then link without -ffast-math: linked, it would make every
+        obj = folder / "decode.o"           # float in the process flush tiny values to zero (1e-320 == 0.0)
+        r = subprocess.run([cc, *flags, *defs, "-fPIC", "-c", str(src), "-o", str(obj)], capture_output=True)
+        if r.returncode == 0:
+            link = [f for f in flags if f == "-fopenmp"]
+            r = subprocess.run([cc, "-shared", *link, str(obj), "-o", str(lib), "-lm"], capture_output=True)
         if r.returncode == 0: break
     else:
         warnings.warn(f"mini_vllm: the C decode attention did not build ({cc}): {r.stderr.decode()[-300:]}; "
