@@ -87,7 +87,8 @@ void paged_decode(const elem *q, const elem *kc, const elem *vc, elem *out, cons
 
 # %% ../nbs/04j_cpu.ipynb #b5be5a34
 KERNEL_DTYPES = {torch.bfloat16: 1, torch.float32: 0}                  # ELEM_BF16
-_FLAGS = (["-O3", "-march=native", "-ffast-math", "-fopenmp"], ["-O3", "-ffast-math", "-fopenmp"], ["-O3", "-ffast-math"])
+_FLAGS = (["-O3", "-march=native", "-ffast-math", "-fopenmp"],       # tried in turn: the first that builds
+          ["-O3", "-ffast-math", "-fopenmp"], ["-O3", "-ffast-math"])
 
 @functools.cache
 def decode_kernel(dtype: torch.dtype, head_dim: int, group: int, block_size: int):
@@ -97,7 +98,8 @@ def decode_kernel(dtype: torch.dtype, head_dim: int, group: int, block_size: int
     folder = Path(tempfile.mkdtemp(prefix="mini_vllm_cpu_"))
     src, lib = folder / "decode.c", folder / "decode.so"
     src.write_text(DECODE_C)
-    defs = [f"-DHEAD_DIM={head_dim}", f"-DGROUP={group}", f"-DBLOCK_SIZE={block_size}", f"-DELEM_BF16={KERNEL_DTYPES[dtype]}"]
+    defs = [f"-DHEAD_DIM={head_dim}", f"-DGROUP={group}", f"-DBLOCK_SIZE={block_size}",
+            f"-DELEM_BF16={KERNEL_DTYPES[dtype]}"]
     for flags in _FLAGS:                    # compile, then link without -ffast-math: linked, it would make every
         obj = folder / "decode.o"           # float in the process flush tiny values to zero (1e-320 == 0.0)
         r = subprocess.run([cc, *flags, *defs, "-fPIC", "-c", str(src), "-o", str(obj)], capture_output=True)
@@ -106,10 +108,12 @@ def decode_kernel(dtype: torch.dtype, head_dim: int, group: int, block_size: int
             r = subprocess.run([cc, "-shared", *link, str(obj), "-o", str(lib), "-lm"], capture_output=True)
         if r.returncode == 0: break
     else:
+        shutil.rmtree(folder, ignore_errors=True)
         warnings.warn(f"mini_vllm: the C decode attention did not build ({cc}): {r.stderr.decode()[-300:]}; "
                       "decoding attends as chapter 04c's reference does")
         return None
     fn = ctypes.CDLL(str(lib)).paged_decode
+    shutil.rmtree(folder, ignore_errors=True)                          # loaded: the files are no longer needed
     p, i = ctypes.c_void_p, ctypes.c_int
     fn.argtypes, fn.restype = [p] * 7 + [i] * 3 + [ctypes.c_float, i], None
     return fn
@@ -132,9 +136,9 @@ class CPUPagedAttention(TorchPagedAttention):
         ql = meta.query_start_loc[1:] - meta.query_start_loc[:-1]
         rows = torch.arange(len(ql))
         decode, whole = ql == 1, (ql > 1) & (ql == meta.seq_lens)
-        self.prompts = list(zip(meta.query_start_loc[:-1][whole].tolist(), ql[whole].tolist()))   # (first row, length)
-        self.decode_rows = rows[decode]
-        self.groups = [_Group(rows[(ql > 1) & ~whole], meta, cache.block_size)] if (ql > 1).sum() > len(self.prompts) else []
+        self.prompts = list(zip(meta.query_start_loc[:-1][whole].tolist(), ql[whole].tolist()))   # (first row, n)
+        self.decode_rows, rest = rows[decode], rows[(ql > 1) & ~whole]                 # rest: chunks after a prefix
+        self.groups = [_Group(rest, meta, cache.block_size)] if len(rest) else []
         self.decodes = None                                                # rows, block tables, lengths: at first call
 
     def __call__(self, layer: int, q, k, v):                              # q (N, H, D); k, v (N, Hkv, D)
@@ -154,7 +158,8 @@ class CPUPagedAttention(TorchPagedAttention):
             m, r = self.meta, self.decode_rows
             kernel = decode_kernel(q.dtype, q.shape[-1], q.shape[1] // kc.shape[2], self.cache.block_size)
             if kernel is None: self.groups.append(_Group(r, m, self.cache.block_size))
-            self.decodes = (kernel, m.query_start_loc[r].long(), m.block_tables[r].contiguous(), m.seq_lens[r].contiguous())
+            self.decodes = (kernel, m.query_start_loc[r].long(), m.block_tables[r].contiguous(),
+                            m.seq_lens[r].contiguous())
         kernel, *args = self.decodes
         if kernel is not None: paged_decode(kernel, q, kc, vc, o, *args)
 
@@ -175,7 +180,8 @@ class PackedLinear(nn.Module):
         self.packed_nbytes = linear.weight.nbytes
 
     def forward(self, x):
-        y = torch.ops.mkldnn._linear_pointwise(x.reshape(-1, self.in_features), self.packed, self.bias, "none", [], "")
+        x2 = x.reshape(-1, self.in_features)
+        y = torch.ops.mkldnn._linear_pointwise(x2, self.packed, self.bias, "none", [], "")
         return y.view(*x.shape[:-1], self.out_features)
 
 def pack_linears(model: nn.Module) -> int:
