@@ -142,9 +142,7 @@ class CPUPagedAttention(TorchPagedAttention):
         self.decodes = None                                                # rows, block tables, lengths: at first call
 
     def __call__(self, layer: int, q, k, v):                              # q (N, H, D); k, v (N, Hkv, D)
-        kc, vc = self.cache.k[layer], self.cache.v[layer]                  # (num_blocks, bs, Hkv, D)
-        kc.view(-1, *k.shape[1:]).index_copy_(0, self.meta.slot_mapping, k)
-        vc.view(-1, *v.shape[1:]).index_copy_(0, self.meta.slot_mapping, v)
+        kc, vc = self.write(layer, k, v)                                   # as the reference does (04c)
         q, o = q.contiguous(), torch.empty_like(q)
         if len(self.decode_rows): self._decode(q, kc, vc, o)
         for s, n in self.prompts:                                          # (1, H, n, D) over its own (1, Hkv, n, D)

@@ -104,12 +104,17 @@ class TorchPagedAttention:
         self.groups = [_Group(r, meta, cache.block_size) for r in (rows[ql == 1], rows[ql > 1]) if len(r)]
 
     def __call__(self, layer: int, q, k, v):                              # q (N, H, D); k, v (N, Hkv, D)
-        kc, vc = self.cache.k[layer], self.cache.v[layer]                  # (num_blocks, bs, Hkv, D)
-        kc.view(-1, *k.shape[1:]).index_copy_(0, self.meta.slot_mapping, k)
-        vc.view(-1, *v.shape[1:]).index_copy_(0, self.meta.slot_mapping, v)
+        kc, vc = self.write(layer, k, v)
         o = torch.empty_like(q)
         for g in self.groups: self.attend(g, q, kc, vc, o)
         return o
+
+    def write(self, layer: int, k, v):
+        "Write the step's keys and values into their slots; the layer's cache, (num_blocks, bs, Hkv, D) each."
+        kc, vc = self.cache.k[layer], self.cache.v[layer]
+        kc.view(-1, *k.shape[1:]).index_copy_(0, self.meta.slot_mapping, k)
+        vc.view(-1, *v.shape[1:]).index_copy_(0, self.meta.slot_mapping, v)
+        return kc, vc
 
     def attend(self, g: _Group, q, kc, vc, o):
         "Group `g`'s attention over its gathered blocks, written into `o` at its rows."

@@ -110,7 +110,7 @@ def worker_main():
 
 
 def _pg_timeout(backend: str, timeout: timedelta) -> timedelta:
-    "Gloo's collectives raise at the timeout; NCCL's are ended by rank 0's watcher, and NCCL's own watchdog must not race it."
+    "Gloo's collectives raise at the timeout; NCCL's are ended by rank 0's watcher, whom NCCL's watchdog must not race."
     return timeout if backend == "gloo" else timeout + timedelta(seconds=60)
 
 def _worker(rank, world, port, backend, timeout_s, model, dtype, load_format, conn, status):
@@ -121,7 +121,8 @@ def _worker(rank, world, port, backend, timeout_s, model, dtype, load_format, co
         status.send(("up", rank, None))
         timeout = timedelta(seconds=timeout_s)
         store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timeout)
-        dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=_pg_timeout(backend, timeout))
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world,
+                                timeout=_pg_timeout(backend, timeout))
         device = torch.device(f"cuda:{rank}" if backend == "nccl" else "cpu")
         m = load_shard(model, rank, world, dtype, device, load_format)
         status.send(("ready", rank, None))
@@ -380,7 +381,7 @@ class _Leader:
         return super().fetch_tokens(steps, reqs, st)
 
     def _pace(self, queued: int):
-        "Wait, polling, until at most `queued` steps are queued on the GPU: a host blocked inside CUDA can't see the group end."
+        "Wait, polling, until at most `queued` steps are queued on the GPU: a host blocked in CUDA misses the end."
         if self.device.type != "cuda": return
         q = self.__dict__.setdefault("queued", deque())
         q.append(torch.cuda.Event()); q[-1].record()
