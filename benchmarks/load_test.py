@@ -8,6 +8,11 @@ P50/P95/P99 of TTFT (time to first token), TPOT (time per output token after the
 two chunks of a stream) and end-to-end latency, all as seen by the client; and, sampled from /metrics, the
 peak numbers of running and waiting requests and the peak KV-cache usage.
 
+With --request-rate R1,R2,... it runs open loop instead, as vLLM's serving benchmark does: at each rate R the
+level's requests are sent at Poisson arrivals of R per second (seeded; `inf` sends them all at once), each
+streaming as it goes, however many are still running; throughput counts from the first request sent to the last
+token received.
+
 It starts the server itself (`mini-vllm serve` in a subprocess on 127.0.0.1 and a free port, stopped at the
 end) unless --url names a running one. Writes load_test_<label>.json and .png into --out.
 
@@ -15,9 +20,10 @@ end) unless --url names a running one. Writes load_test_<label>.json and .png in
   GPU, TinyLlama's shape:   python benchmarks/load_test.py --tinyllama --prompt-mode ids --label h200 \\
                                 --concurrency 1,2,4,8,16,32,64,128,256 --input-len 512 --output-len 256 \\
                                 --max-seconds-per-level 15 --warmup 256 --out $OUT -- --dtype bfloat16 --attention-backend triton
+  Poisson arrivals:         python benchmarks/load_test.py --request-rate 1,2,4,inf --requests-per-level 32 --label cpu_rates
 Arguments after `--` go to `mini-vllm serve`.
 """
-import argparse, asyncio, json, os, platform, random, shutil, signal, socket, subprocess, sys, tempfile, time
+import argparse, asyncio, json, math, os, platform, random, shutil, signal, socket, subprocess, sys, tempfile, time
 from pathlib import Path
 
 import httpx
@@ -70,7 +76,8 @@ async def one_request(client, url, model, prompt, output_len, api_key):
 async def sample_metrics(client, url, api_key, peaks, stop):
     """Poll /metrics once a second; keep the peaks of running, waiting and KV-cache usage."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    names = {"mini_vllm:num_requests_running": "running", "mini_vllm:num_requests_waiting": "waiting", "mini_vllm:kv_cache_usage_perc": "kv_usage"}
+    names = {f"{p}:{m}": k for p in ("mini_vllm", "vllm")        # this book's server, and real vLLM's
+             for m, k in (("num_requests_running", "running"), ("num_requests_waiting", "waiting"), ("kv_cache_usage_perc", "kv_usage"))}
     while not stop.is_set():
         try:
             for l in (await client.get(url + "/metrics", headers=headers)).text.splitlines():
@@ -98,11 +105,33 @@ async def run_level(url, model, c, prompts, output_len, max_seconds, api_key=Non
     return summarize(c, results, seconds, peaks)
 
 
-def summarize(c, results, seconds, peaks):
-    """Throughput and latency percentiles (ms) of one level."""
+async def run_rate(url, model, rate, prompts, output_len, api_key=None, seed=0):
+    """Open loop: the prompts sent at Poisson arrivals of `rate` per second (all at once for inf); a summary."""
+    rng = random.Random(seed)
+    gaps = [0.0] + [0.0 if math.isinf(rate) else rng.expovariate(rate) for _ in prompts[1:]]
+    limits = httpx.Limits(max_connections=len(prompts) + 4, max_keepalive_connections=len(prompts) + 4)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(600.0), limits=limits) as client:
+        results, peaks, stop = [], {}, asyncio.Event()
+        async def send(prompt):
+            try: results.append(await one_request(client, url, model, prompt, output_len, api_key))
+            except httpx.HTTPError as e: results.append({"ok": False, "status": None, "error": repr(e)[:200]})
+        sampler = asyncio.ensure_future(sample_metrics(client, url, api_key, peaks, stop))
+        t0, tasks = time.perf_counter(), []
+        for prompt, gap in zip(prompts, gaps):
+            await asyncio.sleep(gap)
+            tasks.append(asyncio.ensure_future(send(prompt)))
+        await asyncio.gather(*tasks)
+        seconds = time.perf_counter() - t0
+        stop.set(); await sampler
+    return summarize(None, results, seconds, peaks, key=("request_rate", "inf" if math.isinf(rate) else rate))
+
+
+def summarize(c, results, seconds, peaks, key=None):
+    """Throughput and latency percentiles (ms) of one level: `c` concurrent clients, or `key` (name, value)."""
     ok = [r for r in results if r["ok"]]
     out_tokens = sum(r["output_tokens"] for r in ok)
-    row = {"concurrency": c, "requests": len(ok), "failed": len(results) - len(ok), "seconds": round(seconds, 3),
+    name, value = key or ("concurrency", c)
+    row = {name: value, "requests": len(ok), "failed": len(results) - len(ok), "seconds": round(seconds, 3),
            "req_per_s": round(len(ok) / seconds, 3), "output_tok_per_s": round(out_tokens / seconds, 1),
            "mean_tokens_per_chunk": round(out_tokens / max(sum(r["chunks"] for r in ok), 1), 2),
            "peak_running": peaks.get("running"), "peak_waiting": peaks.get("waiting"), "peak_kv_usage": peaks.get("kv_usage")}
@@ -116,15 +145,21 @@ def summarize(c, results, seconds, peaks):
 
 
 async def run_ramp(url, model, levels, input_len, output_len, mode="ids", vocab=32000, requests_per_level=None,
-                   max_seconds=60.0, warmup=4, api_key=None, seed=0, log=print, on_level=None):
-    """The whole ramp: a warm-up, then one level per concurrency; a list of level summaries (also given to `on_level`)."""
+                   max_seconds=60.0, warmup=4, api_key=None, seed=0, log=print, on_level=None, rates=None):
+    """The whole ramp: a warm-up, then one level per concurrency (or per request rate, open loop, with `rates`);
+    a list of level summaries (also given to `on_level`)."""
     if warmup:
-        await run_level(url, model, min(warmup, max(levels)), make_prompts(warmup, input_len, mode, vocab, seed + 999),
-                        min(output_len, 16), max_seconds, api_key)
+        await run_level(url, model, min(warmup, max(levels or [warmup])), make_prompts(warmup, input_len, mode, vocab,
+                        seed + 999), min(output_len, 16), max_seconds, api_key)
     rows = []
-    for i, c in enumerate(levels):
-        n = requests_per_level or max(2 * c, 8)
-        rows.append(await run_level(url, model, c, make_prompts(n, input_len, mode, vocab, seed + i), output_len, max_seconds, api_key))
+    for i, level in enumerate(rates or levels):
+        if rates:
+            prompts = make_prompts(requests_per_level or 64, input_len, mode, vocab, seed + i)
+            rows.append(await run_rate(url, model, level, prompts, output_len, api_key, seed + i))
+        else:
+            n = requests_per_level or max(2 * level, 8)
+            prompts = make_prompts(n, input_len, mode, vocab, seed + i)
+            rows.append(await run_level(url, model, level, prompts, output_len, max_seconds, api_key))
         log(fmt_row(rows[-1]))
         if on_level: on_level(rows)
     return rows
@@ -136,22 +171,32 @@ COLUMNS = [("concurrency", "conc"), ("requests", "reqs"), ("req_per_s", "req/s")
            ("e2e_p50_ms", "E2E p50"), ("e2e_p95_ms", "p95"), ("e2e_p99_ms", "p99")]
 
 
+def columns(rows):
+    """COLUMNS, with the request rate first where the levels are rates."""
+    return [("request_rate", "rate/s")] + COLUMNS[1:] if rows and "request_rate" in rows[0] else COLUMNS
+
+
 def fmt_row(r):
     """One level as a fixed-width table line."""
     f = lambda v: "-" if v is None else (f"{v:.1f}" if isinstance(v, float) else str(v))
-    return " ".join(f"{f(r.get(k)):>9}" for k, _ in COLUMNS) + (f"  failed {r['failed']}" if r["failed"] else "")
+    return " ".join(f"{f(r.get(k)):>9}" for k, _ in columns([r])) + (f"  failed {r['failed']}" if r["failed"] else "")
 
 
-def table(rows) -> str:
+def table(rows, rates=False) -> str:
     """The levels as a table (milliseconds for latencies)."""
-    return "\n".join([" ".join(f"{h:>9}" for _, h in COLUMNS)] + [fmt_row(r) for r in rows])
+    head = columns(rows) if rows or not rates else columns([{"request_rate": 0}])
+    return "\n".join([" ".join(f"{h:>9}" for _, h in head)] + [fmt_row(r) for r in rows])
 
 
 def plot(result, path):
     """Throughput and latency percentiles against concurrency, in one PNG."""
     import matplotlib; matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    rows, c = result["levels"], [r["concurrency"] for r in result["levels"]]
+    rows = result["levels"]
+    rates = bool(rows) and "request_rate" in rows[0]
+    if rates:                            # evenly spaced, labelled by rate ("inf" last)
+        c = list(range(len(rows)))
+    else: c = [r["concurrency"] for r in rows]
     fig, ax = plt.subplots(1, 4, figsize=(16, 3.6))
     ax[0].plot(c, [r["output_tok_per_s"] for r in rows], "o-", label="output tok/s")
     a2 = ax[0].twinx(); a2.plot(c, [r["req_per_s"] for r in rows], "s--", color="C1", label="req/s"); a2.set_ylabel("req/s")
@@ -161,7 +206,9 @@ def plot(result, path):
             a.plot(c, [r[f"{key}_p{q}_ms"] for r in rows], style, label=f"p{q}")
         a.set_title(title); a.set_yscale("log"); a.legend(fontsize=8)
     ax[2].plot(c, [r["itl_p50_ms"] for r in rows], "x-", color="gray", label="ITL p50"); ax[2].legend(fontsize=8)
-    for a in ax: a.set_xscale("log", base=2); a.set_xlabel("concurrent clients")
+    for a in ax:
+        if rates: a.set_xticks(c, [str(r["request_rate"]) for r in rows]); a.set_xlabel("requests per second (Poisson)")
+        else: a.set_xscale("log", base=2); a.set_xlabel("concurrent clients")
     fig.suptitle(result["title"], fontsize=10); fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
 
 
@@ -206,9 +253,12 @@ def environment():
         env["torch"] = torch.__version__
         if torch.cuda.is_available(): env["gpu"] = torch.cuda.get_device_name(0)
     except ImportError: pass
-    try: env["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                        cwd=Path(__file__).parent).stdout.strip() or None
-    except OSError: pass
+    env["command"] = " ".join(["benchmarks/load_test.py", *sys.argv[1:]])
+    env["commit"] = os.environ.get("MINI_VLLM_COMMIT")     # set where the tree's .git is not this commit's
+    if not env["commit"]:
+        try: env["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                            cwd=Path(__file__).parent).stdout.strip() or None
+        except OSError: pass
     return env
 
 
@@ -221,11 +271,13 @@ def main(argv=None):
     p.add_argument("--model", default=None, help="model name to send (default: the server's first)")
     p.add_argument("--tinyllama", action="store_true", help="serve TinyLlama-1.1B's shape with dummy weights")
     p.add_argument("--concurrency", default="1,2,4,8,16,32,64", help="comma-separated levels (default: 1..64)")
+    p.add_argument("--request-rate", default=None, help="open loop instead: comma-separated request rates per second "
+                   "(Poisson arrivals; inf sends a level's requests at once); --requests-per-level each (default 64)")
     p.add_argument("--input-len", type=int, default=128, help="prompt length in tokens (words with --prompt-mode text)")
     p.add_argument("--output-len", type=int, default=64, help="output tokens per request (EOS ignored)")
     p.add_argument("--prompt-mode", choices=["ids", "text"], default="text", help="token-id prompts (no tokenizer needed) or words")
     p.add_argument("--vocab", type=int, default=None, help="token ids are drawn below this (default: 32000, or 49152 for SmolLM2)")
-    p.add_argument("--requests-per-level", type=int, default=None, help="default: max(2 x concurrency, 8)")
+    p.add_argument("--requests-per-level", type=int, default=None, help="default: max(2 x concurrency, 8), or 64 per rate")
     p.add_argument("--max-seconds-per-level", type=float, default=60.0, help="stop sending new requests after this long")
     p.add_argument("--warmup", type=int, default=4, help="warm-up requests before the ramp")
     p.add_argument("--api-key", default=os.environ.get("MINI_VLLM_API_KEY"))
@@ -236,6 +288,8 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))     # `timeout` stops us: still stop the server
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     levels = [int(x) for x in a.concurrency.split(",")]
+    rates = [float(x) for x in a.request_rate.split(",")] if a.request_rate else None
+    if rates and any(not r > 0 for r in rates): p.error(f"--request-rate: rates must be > 0 (or inf), got {a.request_rate}")
     proc, tmp = None, None
     if a.tinyllama:
         tmp = tempfile.mkdtemp(prefix="tinyllama-")
@@ -251,16 +305,18 @@ def main(argv=None):
         vocab = a.vocab or (49152 if "SmolLM2" in model else 32000)
         env = environment()
         where = env.get("gpu") or f"a {env['cpus']}-core CPU"
-        title = a.title or f"{model} on {where}: prompts {a.input_len} tokens, outputs {a.output_len}, streaming, closed loop"
+        loop = "Poisson arrivals" if rates else "closed loop"
+        title = a.title or f"{model} on {where}: prompts {a.input_len} tokens, outputs {a.output_len}, streaming, {loop}"
         t0 = time.monotonic()
         def save(rows):                    # after every level, so a run cut short keeps what it measured
             result = {"title": title, "model": model, "serve_args": serve_args, "input_len": a.input_len, "output_len": a.output_len,
                       "prompt_mode": a.prompt_mode, "levels": rows, "env": env, "total_seconds": round(time.monotonic() - t0, 1)}
             (out / f"load_test_{a.label}.json").write_text(json.dumps(result, indent=2) + "\n")
             plot(result, out / f"load_test_{a.label}.png")
-        print(table([]), flush=True)
+        print(table([], rates=bool(rates)), flush=True)
         asyncio.run(run_ramp(url, model, levels, a.input_len, a.output_len, a.prompt_mode, vocab, a.requests_per_level,
-                             a.max_seconds_per_level, a.warmup, a.api_key, log=lambda s: print(s, flush=True), on_level=save))
+                             a.max_seconds_per_level, a.warmup, a.api_key, log=lambda s: print(s, flush=True), on_level=save,
+                             rates=rates))
         print(f"wrote {out / f'load_test_{a.label}.json'} and .png ({time.monotonic() - t0:.1f} s of load)")
     finally:
         if proc is not None: stop_server(proc)

@@ -8,7 +8,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/llm.html.md"""
 __all__ = ['log', 'CompletionOutput', 'RequestOutput', 'IncrementalDetokenizer', 'LLMEngine', 'EngineDeadError', 'LLM']
 
 # %% ../nbs/04e_llm.ipynb #0d462a49
-import itertools, logging, threading, time
+import importlib.util, itertools, logging, threading, time
 from array import array
 from dataclasses import dataclass, replace
 
@@ -18,7 +18,7 @@ from fastcore.basics import patch
 from .block_pool import KVCacheManager, cdiv
 from .decode import kv_bytes_per_token
 from .loading import load_tokenizer
-from .model import load_model
+from .model import load_model, resolve_device
 from .model_runner import ModelRunner, StepResult
 from .paged_attention import PagedKVCache, get_attention_backend
 from .sampling import ParamError, SamplingParams, make_generator
@@ -83,13 +83,13 @@ class LLMEngine:
         if num_scheduler_steps is not None and not (isinstance(num_scheduler_steps, int) and num_scheduler_steps >= 1):
             raise ValueError(f"num_scheduler_steps must be an integer >= 1, got {num_scheduler_steps!r}")
         if attention_backend != "auto": get_attention_backend(attention_backend)   # a bad name fails before loading
+        attention_backend = _resolve_backend(attention_backend, resolve_device(device))
         torch.manual_seed(seed)                                   # unseeded requests sample from this
         self.model, self.tp = _load_engine_model(model, dtype, device, load_format, attention_backend,
                                                  tensor_parallel_size, tp_timeout_s, quantization)
         try:
             self.tokenizer, cfg, w = load_tokenizer(self.model.path), self.model.config, next(self.model.parameters())
             self.device, self.dtype = w.device, w.dtype
-            attention_backend = _resolve_backend(attention_backend, self.device)
             if max_model_len is not None and max_model_len > cfg.max_position_embeddings:
                 raise ValueError(f"max_model_len ({max_model_len}) exceeds the model's max_position_embeddings "
                                  f"({cfg.max_position_embeddings})")
@@ -132,8 +132,11 @@ def _quantize(model, quantization: str, attention_backend: str):
 
 # %% ../nbs/04e_llm.ipynb #fffd77c8
 def _resolve_backend(name: str, device: torch.device) -> str:
-    "The attention backend `name` on `device`: `auto` is chapter 04j's C kernels on a CPU, else PyTorch's (04c)."
-    if name == "auto": return "cpu" if device.type == "cpu" else "torch"
+    """The attention backend `name` on `device`. `auto` is the fastest the device has: on a CUDA GPU the Triton
+    kernels (04g, 04i) with CUDA graphs (04h), on a CPU chapter 04j's C kernels; PyTorch's (04c) elsewhere."""
+    if name == "auto":
+        if device.type == "cuda" and importlib.util.find_spec("triton") is not None: return "triton"
+        return "cpu" if device.type == "cpu" else "torch"
     if name == "cpu" and device.type != "cpu":
         raise ParamError("attention_backend", f"attention_backend 'cpu' runs on the CPU only; the model is on {device}")
     return name
@@ -152,13 +155,14 @@ def _load_engine_model(model, dtype, device, load_format, attention_backend, ten
         loaded = tp.model
     else: loaded = load_model(model, dtype=dtype, device=device, load_format=load_format)
     if quantization is not None: _quantize(loaded, quantization, attention_backend)
-    if quantization is None and tp is None and next(loaded.parameters()).device.type == "cpu":
-        from mini_vllm.cpu import pack_linears                 # bf16 weights in oneDNN's layout, once (chapter 04j)
-        pack_linears(loaded)
     if attention_backend == "triton":                         # the fused-kernel forward that goes with it
         from mini_vllm.small_batch import use_small_batch_kernels
         from mini_vllm.triton_kernels import use_triton_kernels
         use_small_batch_kernels(use_triton_kernels(loaded))
+    elif quantization is None and tp is None and next(loaded.parameters()).device.type == "cpu":
+        from mini_vllm.cpu import fuse_layers, pack_linears    # else on a CPU, chapter 04j's: bf16 weights in
+        pack_linears(loaded)                                   # oneDNN's layout, once, and the norms, RoPE and
+        fuse_layers(loaded)                                    # gate in C
     return loaded, tp
 
 # %% ../nbs/04e_llm.ipynb #5fba6258
@@ -278,7 +282,7 @@ def _check_stop_strings(self: LLMEngine, req: Request, detok: IncrementalDetoken
 @patch
 def _num_steps(self: LLMEngine, out) -> int:
     "How many decode steps this step may run in a row (slots for them allocated), or 1."
-    if self.num_scheduler_steps == 1 or self.scheduler.waiting or out.preempted: return 1
+    if self.num_scheduler_steps == 1 or out.preempted: return 1
     if any(n != 1 or not samples(r, n) for r, n in zip(out.requests, out.num_new_tokens)): return 1   # decodes only
     for r in out.requests:
         p = r.sampling_params
