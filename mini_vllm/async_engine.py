@@ -203,12 +203,8 @@ def _fail(self: AsyncLLMEngine, request_id: str, exc: Exception):
 @patch
 def _fail_step(self: AsyncLLMEngine, exc: Exception):
     "A step raised outside the model: fail the prompts it was running, forget the prefix cache, go on."
-    eng = self.engine
     log.error("an engine step raised %s: %s; its running requests are ended", type(exc).__name__, exc, exc_info=exc)
-    running = dict.fromkeys(eng.children[r.request_id][0].request_id for r in eng.scheduler.running
-                            if r.request_id in eng.children)
-    self._dispatch([eng.fail_request(rid, f"engine step failed ({type(exc).__name__}: {exc})") for rid in running])
-    eng.kv.pool.reset_prefix_cache()
+    self._dispatch(self.engine.fail_running(f"engine step failed ({type(exc).__name__}: {exc})"))
 
 # %% ../nbs/06a_async_engine.ipynb #553668dd
 @patch
@@ -280,8 +276,8 @@ async def generate(self: AsyncLLMEngine, prompt, params: SamplingParams | None =
 def _release(self: AsyncLLMEngine):
     "Move held prompts into the engine, one from each group in turn, while its waiting queue is short."
     eng = self.engine
-    room = max(self.engine_queue, eng.scheduler.max_num_seqs - len(eng.scheduler.running))   # or the free seats
-    while self.held and len(eng.scheduler.waiting) < room:
+    room = max(self.engine_queue, eng.max_num_seqs - eng.num_running())   # or the free seats
+    while self.held and eng.num_waiting() < room:
         group = self.held.pop(0)
         s, ids, p = group.popleft()
         if group: self.held.append(group)                     # back of the line, behind the other groups
@@ -293,7 +289,7 @@ def _release(self: AsyncLLMEngine):
 def num_waiting(self: AsyncLLMEngine) -> int:
     "Sequences waiting to run: in the engine's queue and held here."
     held = sum(p.n for g in self.held for s, _, p in g if self.streams.get(s.request_id) is s)
-    return len(self.engine.scheduler.waiting) + held
+    return self.engine.num_waiting() + held
 
 @patch
 def stats(self: AsyncLLMEngine) -> dict:

@@ -401,6 +401,16 @@ def fail_request(self: LLMEngine, request_id: str, error: str) -> RequestOutput 
     return self._output(p)
 
 @patch
+def fail_running(self: LLMEngine, error: str) -> list[RequestOutput]:
+    """Fail every prompt that has a request running, as `fail_request` does, and forget the prefix cache: for a step
+    that raised where no request can be blamed, and may have left blocks half written. Waiting requests stay queued."""
+    running = dict.fromkeys(self.children[r.request_id][0].request_id for r in self.scheduler.running
+                            if r.request_id in self.children)
+    outputs = [self.fail_request(rid, error) for rid in running]
+    self.kv.pool.reset_prefix_cache()
+    return outputs
+
+@patch
 def has_unfinished_requests(self: LLMEngine) -> bool: return bool(self.parents)
 
 @patch
@@ -417,8 +427,22 @@ def stats(self: LLMEngine) -> dict:
                 prefix_cache_hits=s.hits, prefix_cache_hit_rate=s.hit_rate,
                 kv_blocks_total=self.kv.num_blocks, kv_blocks_free=self.kv.num_free_blocks, kv_cache_usage=self.kv.usage,
                 kv_cache_bytes=self.cache.nbytes, block_size=self.kv.block_size, max_model_len=self.max_model_len,
-                weight_bytes=self.weight_bytes,
-                num_running=len(self.scheduler.running), num_waiting=len(self.scheduler.waiting))
+                weight_bytes=self.weight_bytes, num_running=self.num_running(), num_waiting=self.num_waiting())
+
+@patch
+def num_running(self: LLMEngine) -> int:
+    "Requests (one per sample of a prompt) that hold KV blocks and take part in the next step."
+    return len(self.scheduler.running)
+
+@patch
+def num_waiting(self: LLMEngine) -> int:
+    "Requests queued for their first step, or preempted and queued again."
+    return len(self.scheduler.waiting)
+
+@patch(as_prop=True)
+def max_num_seqs(self: LLMEngine) -> int:
+    "How many requests may run at once."
+    return self.scheduler.max_num_seqs
 
 # %% ../nbs/04e_llm.ipynb #f452a940
 def _as_prompt_list(prompts) -> list:

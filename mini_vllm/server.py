@@ -238,7 +238,7 @@ class OpenAIServing:
         self.limits = limits or ServerLimits()
         self.max_body_bytes = self.limits.max_body_bytes
         self.aeng = AsyncLLMEngine(engine, model_name)
-        self.max_n = max_n or min(128, engine.scheduler.max_num_seqs)
+        self.max_n = max_n or min(128, engine.max_num_seqs)
         self.created = int(time.time())
         self.reserved, self.inflight, self.closing = 0, set(), False
 
