@@ -407,8 +407,13 @@ def fail_running(self: LLMEngine, error: str) -> list[RequestOutput]:
     running = dict.fromkeys(self.children[r.request_id][0].request_id for r in self.scheduler.running
                             if r.request_id in self.children)
     outputs = [self.fail_request(rid, error) for rid in running]
-    self.kv.pool.reset_prefix_cache()
+    self.reset_prefix_cache()
     return outputs
+
+@patch
+def reset_prefix_cache(self: LLMEngine):
+    "Forget every cached prompt block: later prompts compute all their tokens (a timed run that starts cold)."
+    self.kv.pool.reset_prefix_cache()
 
 @patch
 def has_unfinished_requests(self: LLMEngine) -> bool: return bool(self.parents)
@@ -459,6 +464,7 @@ class LLM:
     def get_tokenizer(self): return self.llm_engine.tokenizer
     def stats(self) -> dict: return self.llm_engine.stats()
     def shutdown(self): self.llm_engine.shutdown()
+    def reset_prefix_cache(self) -> bool: self.llm_engine.reset_prefix_cache(); return True   # vLLM's call
 
     def generate(self, prompts, sampling_params=None, use_tqdm: bool = True) -> list[RequestOutput]:
         "Generate for every prompt; outputs in prompt order. A second caller waits for the first."
