@@ -7,6 +7,7 @@ runs in a process of its own, one after another, so none shares the cores with a
   vllm_fp32   the same in fp32, for greedy tokens to compare
   mini_vllm   this book's engine, default settings
   hf          transformers: generate one request at a time (the first 4), static batches of 16, continuous batching
+  mini_vllm_steps8   (only if named in --engines) mini_vllm with 8 decode steps per round trip
 Each engine reports output tok/s on the workload and single-request ms/token (a 128-token prompt, 128 tokens), each
 the median of three timed runs in one process (the workload's from an emptied prefix cache each time); vLLM
 and mini_vllm also write their fp32 greedy tokens for 8 prompts x 32 tokens, compared here. Writes
@@ -110,6 +111,13 @@ def child_mini_vllm(path):
     return res
 
 
+def child_mini_vllm_steps8(path):
+    "mini_vllm with 8 decode steps per round trip (the CPU default is 1): what multi-step buys on a CPU."
+    from mini_vllm import LLM, SamplingParams
+    ask = lambda llm, prompts, params: llm.generate(prompts, params, use_tqdm=False)
+    return measure(lambda: LLM(path, dtype="bfloat16", num_scheduler_steps=8), ask, SamplingParams)
+
+
 def child_hf(path):
     import torch
     from transformers import AutoModelForCausalLM
@@ -124,7 +132,8 @@ def child_hf(path):
     return res
 
 
-CHILDREN = {"vllm": child_vllm, "vllm_fp32": child_vllm_fp32, "mini_vllm": child_mini_vllm, "hf": child_hf}
+CHILDREN = {"vllm": child_vllm, "vllm_fp32": child_vllm_fp32, "mini_vllm": child_mini_vllm, "hf": child_hf,
+            "mini_vllm_steps8": child_mini_vllm_steps8}
 
 
 # --- parent ---------------------------------------------------------------------------------------------------
@@ -159,6 +168,7 @@ def main(argv=None):
     p.add_argument("--vllm-python", default=str(ROOT / ".venv-vllm" / "bin" / "python"))
     p.add_argument("--engines", default="vllm,vllm_fp32,mini_vllm,hf")
     p.add_argument("--timeout", type=float, default=1800)
+    p.add_argument("--label", default="", help="written to cpu_side_by_side_<label>.json")
     p.add_argument("--child"); p.add_argument("--model"); p.add_argument("--child-out")
     a = p.parse_args(argv)
     if a.child:                                   # inside one engine's process
@@ -171,12 +181,12 @@ def main(argv=None):
                        python=platform.python_version(), torch=torch.__version__, transformers=transformers.__version__,
                        commit=commit.strip(), command=" ".join(sys.argv), date=time.strftime("%Y-%m-%d")),
            "workload": workload_stats(cpu_workload()), "model": "SmolLM2-135M-Instruct, bf16 (fp32 for agreement)"}
-    path = model_dir()
+    path, dest = model_dir(), out / f"cpu_side_by_side{'_' + a.label if a.label else ''}.json"
     for name in a.engines.split(","):
         print(f"{name} ...", flush=True)
         python = a.vllm_python if name.startswith("vllm") else sys.executable
         res[name] = run_child(name, python, path, out, a.timeout)
-        (out / "cpu_side_by_side.json").write_text(json.dumps(res, indent=1))
+        dest.write_text(json.dumps(res, indent=1))
         r = res[name]
         if "workload" in r and "batch1" in r:
             runs = ", ".join(f"{x:.2f}" for x in r["workload"].get("seconds_each", []))
@@ -193,7 +203,7 @@ def main(argv=None):
     if "workload" in v and "workload" in m:
         res["mini_vllm_over_vllm"] = m["workload"]["output_tok_per_s"] / v["workload"]["output_tok_per_s"]
         print(f"mini_vllm / vLLM output tok/s: {res['mini_vllm_over_vllm']:.2f}", flush=True)
-    (out / "cpu_side_by_side.json").write_text(json.dumps(res, indent=1))
+    dest.write_text(json.dumps(res, indent=1))
 
 
 if __name__ == "__main__":

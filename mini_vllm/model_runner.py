@@ -63,8 +63,7 @@ def _mask_stop_tokens(logits: torch.Tensor, reqs: list[Request]):
     for i, r in enumerate(reqs):
         p = r.sampling_params
         if len(r.output_token_ids) < p.min_tokens:
-            stop = list(p.stop_token_ids or []) + ([] if p.ignore_eos else list(r.eos_token_ids))
-            if stop: logits[i, stop] = -math.inf
+            if r.stop_ids: logits[i, list(r.stop_ids)] = -math.inf   # the stop set the scheduler checks
 
 def _logprobs(logits: torch.Tensor, tokens: torch.Tensor, reqs: list[Request]) -> dict:
     "Top-k and sampled-token log-probabilities for requests with `logprobs` set."
