@@ -365,7 +365,8 @@ def _keep_survivors(self: LLMEngine, done: list, bad_blocks: set) -> tuple[Sched
         for r, n in zip(part.requests, part.num_new_tokens):
             if r.status.is_finished: continue                           # a sibling of a failed request
             if bad_blocks.intersection(self.kv.block_table(r.request_id)):
-                self.scheduler.running.remove(r); self.scheduler._preempt(r); continue
+                self.scheduler.preempt(r)
+                continue
             keep.requests.append(r); keep.num_new_tokens.append(n)
         tokens |= res.tokens; logprobs |= res.logprobs
     return keep, StepResult(tokens, logprobs)

@@ -173,6 +173,12 @@ def finish(self: Scheduler, req: Request, status: RequestStatus = RequestStatus.
     self.kv.free(req)
     self.requests.pop(req.request_id, None)
 
+@patch
+def preempt(self: Scheduler, req: Request):
+    "Take a running request out of the batch: its blocks are freed and it is queued first, to compute again."
+    self.running.remove(req)
+    self._preempt(req)
+
 # %% ../nbs/04b_scheduler.ipynb #ea181e4f
 def samples(req: Request, num_new_tokens: int) -> bool:
     "Whether a request scheduled for num_new_tokens produces a token this step."
