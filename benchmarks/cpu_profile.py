@@ -55,7 +55,7 @@ def run_workload(llm, work, SamplingParams, parts=None) -> tuple[float, int, dic
     """Generate the workload; seconds, output tokens, and per kind of step: count, seconds, tokens. With `parts` (a
     dict), linear layers and attention are timed too, and `parts[kind]` sums each category's milliseconds."""
     runner = llm.llm_engine.runner
-    llm.llm_engine.kv.pool.reset_prefix_cache()                 # every pass computes every prompt
+    llm.reset_prefix_cache()                                    # every pass computes every prompt
     execute, steps = runner.execute, defaultdict(lambda: [0, 0.0, 0])
     clock = Clock(llm) if parts is not None else None
 

@@ -102,20 +102,23 @@ def child_vllm_fp32(path):
     return {"fp32_tokens": greedy_tokens(_vllm(path, "float32"), _ask_vllm, SamplingParams)}
 
 
+def _ask_mini_vllm(llm, prompts, params):
+    return llm.generate(prompts, params, use_tqdm=False)
+
+
 def child_mini_vllm(path):
     import torch
     from mini_vllm import LLM, SamplingParams
-    ask = lambda llm, prompts, params: llm.generate(prompts, params, use_tqdm=False)
-    res = dict(threads=torch.get_num_threads(), **measure(lambda: LLM(path, dtype="bfloat16"), ask, SamplingParams))
-    res["fp32_tokens"] = greedy_tokens(LLM(path, dtype="float32"), ask, SamplingParams)
+    res = dict(threads=torch.get_num_threads(),
+               **measure(lambda: LLM(path, dtype="bfloat16"), _ask_mini_vllm, SamplingParams))
+    res["fp32_tokens"] = greedy_tokens(LLM(path, dtype="float32"), _ask_mini_vllm, SamplingParams)
     return res
 
 
 def child_mini_vllm_steps8(path):
     "mini_vllm with 8 decode steps per round trip (the CPU default is 1): what multi-step buys on a CPU."
     from mini_vllm import LLM, SamplingParams
-    ask = lambda llm, prompts, params: llm.generate(prompts, params, use_tqdm=False)
-    return measure(lambda: LLM(path, dtype="bfloat16", num_scheduler_steps=8), ask, SamplingParams)
+    return measure(lambda: LLM(path, dtype="bfloat16", num_scheduler_steps=8), _ask_mini_vllm, SamplingParams)
 
 
 def child_hf(path):

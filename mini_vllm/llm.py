@@ -341,7 +341,7 @@ def _execute(self: LLMEngine, out: SchedulerOutput, k: int) -> tuple[SchedulerOu
     try: return out, self.runner.execute(out, k), []
     except EngineDeadError: raise                                       # nothing to retry
     except Exception as e: error = e
-    except BaseException: self.kv.pool.reset_prefix_cache(); raise      # Ctrl-C: blocks may be half written
+    except BaseException: self.reset_prefix_cache(); raise              # Ctrl-C: blocks may be half written
     log.warning("a step of %d requests raised %s: %s; looking for the requests at fault",
                 len(out), type(error).__name__, error)
     done, failed = self._find_failures(out, k, error)
@@ -352,7 +352,7 @@ def _execute(self: LLMEngine, out: SchedulerOutput, k: int) -> tuple[SchedulerOu
         log.error("request %s raised alone (%s: %s): it is ended, the others go on",
                   rid, type(e).__name__, e, exc_info=e)
         outputs.append(self.fail_request(rid, f"engine step failed ({type(e).__name__}: {e})"))
-    self.kv.pool.reset_prefix_cache()                                   # cached blocks may never have been written
+    self.reset_prefix_cache()                                           # cached blocks may never have been written
     keep, result = self._keep_survivors(done, bad_blocks)
     return keep, result, outputs
 
