@@ -72,7 +72,7 @@ def sec_env(args):
 def _pdl_on() -> bool:
     "Whether the kernels launch with programmatic dependent launch here (Hopper and later)."
     from mini_vllm import triton_kernels as tk
-    return bool(tk.PDL)
+    return bool(tk.PDL and tk.pdl_supported())
 
 
 def sec_copy(args):

@@ -14,6 +14,8 @@
 #   serve       serve_vllm then serve_mini                                                             (~5-7 min)
 #   serve_vllm  vLLM's OpenAI server (--load-format dummy --skip-tokenizer-init), benchmarks/load_test.py's ramp
 #   serve_mini  the same ramp against `mini-vllm serve` (load_test.py --tinyllama starts it)
+#   rates       serve_vllm then serve_mini with Poisson arrivals at request rates $RATES (default 4,16,64 per second,
+#               64 requests each) instead of the closed-loop ramp: load_test_{vllm,mini_vllm}_h200_rates.json    (~5 min)
 # Run from the repo root. Everything for the caller goes under $OUT (default ./vllm_h200_out), at most 8 files per
 # call: env.txt, receive.txt, install.log, offline.log, vllm_side_by_side_h200.json, offline_logs.tgz, serve.log,
 # load_test_vllm_h200.json, load_test_mini_vllm_h200.json, serve_logs.tgz (whichever stages ran). No vLLM output goes
@@ -27,6 +29,7 @@ set -u
 OUT=${OUT:-$PWD/vllm_h200_out}
 PARTS=/tmp/vllm_parts VSITE=/tmp/vsite WORK=/tmp/vllm_work
 CONC=${CONC:-1,16,64,256}
+LOAD=(--concurrency "$CONC") SUFFIX=""               # the closed-loop ramp; the rates stage sets Poisson arrivals
 COMMIT=${MINI_VLLM_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 mkdir -p "$OUT" "$PARTS" "$WORK"
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 MINI_VLLM_COMMIT=$COMMIT
@@ -90,7 +93,7 @@ serve_vllm() {
     echo $spid > "$WORK/vllm_server.pid"                 # for a later call, should this one be cut short
     if wait_health "http://127.0.0.1:$port" $spid 180; then
         timeout -s TERM 240 python3 benchmarks/load_test.py --url "http://127.0.0.1:$port" --prompt-mode ids \
-            --label vllm_h200 --concurrency "$CONC" --input-len 512 --output-len 256 --max-seconds-per-level 30 \
+            --label vllm_h200$SUFFIX "${LOAD[@]}" --input-len 512 --output-len 256 --max-seconds-per-level 30 \
             --warmup 256 --title "vLLM 0.25.1, TinyLlama-1.1B config, dummy bf16 weights: prompts 512 tokens, outputs 256, streaming" \
             --out "$WORK/serve" > "$WORK/serve/load_test_vllm.log" 2>&1
         echo "[serve_vllm] load test rc=$?"
@@ -98,7 +101,7 @@ serve_vllm() {
         tail -30 "$WORK/serve/vllm_server.log"
     fi
     stop_group $spid; rm -f "$WORK/vllm_server.pid"
-    cp "$WORK/serve/load_test_vllm_h200.json" "$OUT/" 2>/dev/null
+    cp "$WORK/serve/load_test_vllm_h200$SUFFIX.json" "$OUT/" 2>/dev/null
     grep -v "^server up" "$WORK/serve/load_test_vllm.log" 2>/dev/null | tail -8
     echo "[serve_vllm] $((SECONDS - t0)) s"
 }
@@ -106,31 +109,32 @@ serve_vllm() {
 serve_mini() {      # load_test.py starts `mini-vllm serve` itself (its own process) and stops it at the end
     local t0=$SECONDS
     mkdir -p "$WORK/serve"
-    timeout -s TERM 240 python3 benchmarks/load_test.py --tinyllama --prompt-mode ids --label mini_vllm_h200 \
-        --concurrency "$CONC" --input-len 512 --output-len 256 --max-seconds-per-level 30 --warmup 256 \
+    timeout -s TERM 240 python3 benchmarks/load_test.py --tinyllama --prompt-mode ids --label mini_vllm_h200$SUFFIX \
+        "${LOAD[@]}" --input-len 512 --output-len 256 --max-seconds-per-level 30 --warmup 256 \
         --out "$WORK/serve" -- --dtype bfloat16 --attention-backend triton > "$WORK/serve/load_test_mini.log" 2>&1
     echo "[serve_mini] load test rc=$?"
     gpu_cleanup
-    cp "$WORK/serve/load_test_mini_vllm_h200.json" "$OUT/" 2>/dev/null
+    cp "$WORK/serve/load_test_mini_vllm_h200$SUFFIX.json" "$OUT/" 2>/dev/null
     tail -8 "$WORK/serve/load_test_mini.log"
     echo "[serve_mini] $((SECONDS - t0)) s"
 }
 
 serve_summary() {   # both ramps side by side, and the logs and plots in one file
-    python3 - "$WORK/serve" <<'EOF'
+    python3 - "$WORK/serve" "$SUFFIX" <<'EOF'
 import json, sys
 from pathlib import Path
-d = Path(sys.argv[1]); runs = {}
+d, suffix = Path(sys.argv[1]), sys.argv[2]; runs = {}
 for label in ("vllm_h200", "mini_vllm_h200"):
-    f = d / f"load_test_{label}.json"
-    if f.exists(): runs[label] = {r["concurrency"]: r for r in json.loads(f.read_text())["levels"]}
+    f = d / f"load_test_{label}{suffix}.json"
+    if f.exists():
+        runs[label] = {r.get("concurrency", r.get("request_rate")): r for r in json.loads(f.read_text())["levels"]}
 keys = [("output_tok_per_s", "tok/s"), ("ttft_p50_ms", "TTFT50"), ("ttft_p99_ms", "TTFT99"), ("tpot_p50_ms", "TPOT50"),
         ("itl_p50_ms", "ITL50"), ("mean_tokens_per_chunk", "tok/chunk"), ("failed", "failed")]
-print("conc  " + "  ".join(f"{l[:4]}:{h:>9}" for l in runs for _, h in keys))
-for c in sorted({c for r in runs.values() for c in r}):
+print("load  " + "  ".join(f"{l[:4]}:{h:>9}" for l in runs for _, h in keys))
+for c in sorted({c for r in runs.values() for c in r}, key=float):
     print(f"{c:>4}  " + "  ".join(f"{str(runs[l].get(c, {}).get(k, '-')):>14}" for l in runs for k, _ in keys))
 EOF
-    (cd "$WORK/serve" && tar czf "$OUT/serve_logs.tgz" --exclude='*.json' .)
+    (cd "$WORK/serve" && tar czf "$OUT/serve_logs$SUFFIX.tgz" --exclude='*.json' .)
 }
 
 for s in "$@"; do case $s in
@@ -203,6 +207,11 @@ serve)      # serve_mini only if it still fits in this call (it takes about 2 mi
       serve_summary; } > "$OUT/serve.log" 2>&1; cat "$OUT/serve.log" ;;
 serve_vllm) { serve_vllm; serve_summary; } > "$OUT/serve.log" 2>&1; cat "$OUT/serve.log" ;;
 serve_mini) { serve_mini; serve_summary; } > "$OUT/serve.log" 2>&1; cat "$OUT/serve.log" ;;
-*) echo "unknown stage $s (env receive install offline serve serve_vllm serve_mini)" ;;
+rates)      # the same servers under Poisson arrivals (vLLM's benchmark_serving shape), 64 requests per rate
+    LOAD=(--request-rate "${RATES:-4,16,64}" --requests-per-level 64) SUFFIX=_rates
+    { serve_vllm
+      if [ $SECONDS -lt 330 ]; then serve_mini; else echo "[rates] $SECONDS s gone: no time left for mini_vllm"; fi
+      serve_summary; } > "$OUT/rates.log" 2>&1; cat "$OUT/rates.log" ;;
+*) echo "unknown stage $s (env receive install offline serve serve_vllm serve_mini rates)" ;;
 esac; done
 ls -la "$OUT"

@@ -62,20 +62,29 @@ async def iterate(streams: list[RequestStream]):
             yield i, out
 
 # %% ../nbs/06a_async_engine.ipynb #cf8ab32d
-LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
+LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
+                   2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
 
 class _EngineCollector:
     "Gauges and counters read from `engine.stats()` at scrape time."
     def __init__(self, engine, model_name: str): self.engine, self.model_name = engine, model_name
     def collect(self):
         s, L = self.engine.stats(), [self.model_name]
-        for name, doc, v, kind in [("num_requests_running", "Requests in the running batch.", s["num_running"], GaugeMetricFamily),
-                                   ("num_requests_waiting", "Requests waiting to run.", s["num_waiting"], GaugeMetricFamily),
-                                   ("kv_cache_usage_perc", "Fraction of KV-cache blocks in use (1 = full).", s["kv_cache_usage"], GaugeMetricFamily),
-                                   ("prefix_cache_queries", "Prompt tokens looked up in the prefix cache.", s["prefix_cache_queries"], CounterMetricFamily),
-                                   ("prefix_cache_hits", "Prompt tokens found in the prefix cache.", s["prefix_cache_hits"], CounterMetricFamily),
-                                   ("num_preemptions", "Requests preempted (blocks taken back, recomputed later).", s["num_preemptions"], CounterMetricFamily)]:
-            m = kind(f"mini_vllm:{name}", doc, labels=["model_name"]); m.add_metric(L, v); yield m
+        for name, doc, v, kind in [("num_requests_running", "Requests in the running batch.",
+                                    s["num_running"], GaugeMetricFamily),
+                                   ("num_requests_waiting", "Requests waiting to run.",
+                                    s["num_waiting"], GaugeMetricFamily),
+                                   ("kv_cache_usage_perc", "Fraction of KV-cache blocks in use (1 = full).",
+                                    s["kv_cache_usage"], GaugeMetricFamily),
+                                   ("prefix_cache_queries", "Prompt tokens looked up in the prefix cache.",
+                                    s["prefix_cache_queries"], CounterMetricFamily),
+                                   ("prefix_cache_hits", "Prompt tokens found in the prefix cache.",
+                                    s["prefix_cache_hits"], CounterMetricFamily),
+                                   ("num_preemptions", "Requests preempted (blocks taken back, recomputed later).",
+                                    s["num_preemptions"], CounterMetricFamily)]:
+            m = kind(f"mini_vllm:{name}", doc, labels=["model_name"])
+            m.add_metric(L, v)
+            yield m
 
 # %% ../nbs/06a_async_engine.ipynb #104cb4b7
 class ServingMetrics:
@@ -84,10 +93,14 @@ class ServingMetrics:
         disable_created_metrics()                          # no `_created` series, as in vLLM (a process-wide switch)
         r, L = CollectorRegistry(), ["model_name"]
         self.registry, self.model_name = r, model_name
-        self.prompt_tokens = Counter("mini_vllm:prompt_tokens", "Prompt tokens of the requests added.", L, registry=r).labels(model_name)
-        self.generation_tokens = Counter("mini_vllm:generation_tokens", "Tokens generated.", L, registry=r).labels(model_name)
-        self.success = Counter("mini_vllm:request_success", "Requests finished, by reason.", L + ["finished_reason"], registry=r)
-        H = lambda name, doc: Histogram(f"mini_vllm:{name}", doc, L, registry=r, buckets=LATENCY_BUCKETS).labels(model_name)
+        self.prompt_tokens = Counter("mini_vllm:prompt_tokens", "Prompt tokens of the requests added.", L,
+                                     registry=r).labels(model_name)
+        self.generation_tokens = Counter("mini_vllm:generation_tokens", "Tokens generated.", L,
+                                         registry=r).labels(model_name)
+        self.success = Counter("mini_vllm:request_success", "Requests finished, by reason.", L + ["finished_reason"],
+                               registry=r)
+        H = lambda name, doc: Histogram(f"mini_vllm:{name}", doc, L, registry=r,
+                                        buckets=LATENCY_BUCKETS).labels(model_name)
         self.ttft = H("time_to_first_token_seconds", "Time from arrival to the first generated token.")
         self.itl = H("inter_token_latency_seconds", "Time between two outputs of a request.")
         self.e2e = H("e2e_request_latency_seconds", "Time from arrival to the last token.")
@@ -141,7 +154,8 @@ class AsyncLLMEngine:
 def _submit(self: AsyncLLMEngine, fn) -> asyncio.Future:
     "Queue `fn` to run between two steps; its result (or exception) lands in the returned future."
     fut = asyncio.get_running_loop().create_future()
-    self.commands.append((fn, fut)); self.wakeup.set()
+    self.commands.append((fn, fut))
+    self.wakeup.set()
     return fut
 
 @patch
@@ -156,7 +170,8 @@ def _run_commands(self: AsyncLLMEngine):
 @patch
 async def call(self: AsyncLLMEngine, fn):
     "Run `fn()` in the loop, between two steps, and return its result."
-    if not self.running: raise EngineStepError(f"the engine loop is not running{f': {self.dead!r}' if self.dead else ''}")
+    if not self.running:
+        raise EngineStepError(f"the engine loop is not running{f': {self.dead!r}' if self.dead else ''}")
     return await self._submit(fn)
 
 # %% ../nbs/06a_async_engine.ipynb #acfe18ff
@@ -172,10 +187,13 @@ async def _run(self: AsyncLLMEngine):
                 if not self.commands and not self.stopping: await self.wakeup.wait()
                 continue
             try: outs = await asyncio.get_running_loop().run_in_executor(self.executor, self.engine.step)
-            except Exception as e: self._fail_step(e); continue
+            except Exception as e:
+                self._fail_step(e)
+                continue
             self._dispatch(outs)
     except BaseException as e:                                # a bug in the loop itself: say so, fail everyone
-        self.dead = e; raise
+        self.dead = e
+        raise
     finally:
         self._run_commands()
         for rid in list(self.streams): self._fail(rid, EngineStepError("the server is shutting down"))
@@ -211,7 +229,8 @@ def _fail_step(self: AsyncLLMEngine, exc: Exception):
 async def shutdown(self: AsyncLLMEngine):
     "Stop the loop at the next step boundary; fail and abort whatever is still running."
     if self.task is None: return
-    self.stopping = True; self.wakeup.set()
+    self.stopping = True
+    self.wakeup.set()
     try: await self.task
     except BaseException: pass
     self.task = None
@@ -232,8 +251,9 @@ def _add(self: AsyncLLMEngine, prompts, params, request_ids, stream, fill_max_to
             if rid in self.streams: raise ValueError(f"request_id {rid!r} is already in use")
             if len(ids) + p.max_tokens > eng.max_model_len:
                 raise ParamError("max_tokens", f"max_tokens is too large: this model's maximum context length is "
-                                               f"{eng.max_model_len} tokens, "
-                                 f"and the prompt has {len(ids)}, so max_tokens can be at most {eng.max_model_len - len(ids)} (got {p.max_tokens})")
+                                               f"{eng.max_model_len} tokens, and the prompt has {len(ids)}, "
+                                               f"so max_tokens can be at most {eng.max_model_len - len(ids)} "
+                                               f"(got {p.max_tokens})")
             self.streams[rid] = s = RequestStream(rid, len(ids), ready, stream)
             group.append((s, ids, p))
     except Exception:
@@ -245,8 +265,9 @@ def _add(self: AsyncLLMEngine, prompts, params, request_ids, stream, fill_max_to
 
 # %% ../nbs/06a_async_engine.ipynb #a6dfd746
 @patch
-async def add_requests(self: AsyncLLMEngine, prompts: list, params: list[SamplingParams], request_ids: list[str] | None = None,
-                       stream: bool = False, fill_max_tokens: bool = False) -> list[RequestStream]:
+async def add_requests(self: AsyncLLMEngine, prompts: list, params: list[SamplingParams],
+                       request_ids: list[str] | None = None, stream: bool = False,
+                       fill_max_tokens: bool = False) -> list[RequestStream]:
     "Check and hold prompts (all or none); returns their streams. `stream` detokenizes every step."
     request_ids = request_ids or [f"req-{next(self.ids)}" for _ in prompts]
     try:

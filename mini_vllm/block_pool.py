@@ -38,7 +38,7 @@ class BlockPool:
     def num_free(self) -> int: return len(self.free_queue)
 
     def get_new_blocks(self, n: int) -> list[KVCacheBlock]:
-        "Take n blocks from the front of the free queue (evicting their cached contents); the caller checked n <= num_free."
+        "Take n blocks from the front of the free queue (evicting their cached contents); n <= num_free is checked."
         out = []
         for _ in range(n):
             _, b = self.free_queue.popitem(last=False)
@@ -64,7 +64,8 @@ class BlockPool:
     def cache_block(self, block: KVCacheBlock, block_hash: bytes):
         "Record that `block` holds the tokens hashed as `block_hash` (the first block with a given hash wins)."
         if block_hash not in self.cached:
-            self.cached[block_hash] = block; block.block_hash = block_hash
+            self.cached[block_hash] = block
+            block.block_hash = block_hash
 
     def reset_prefix_cache(self):
         "Forget every cached block (their contents can no longer be trusted)."
@@ -135,18 +136,22 @@ def get_computed_blocks(self: KVCacheManager, request) -> list[KVCacheBlock]:
 # %% ../nbs/04a_block_pool.ipynb #8d32ecb9
 @patch
 def allocate_slots(self: KVCacheManager, request, num_new_tokens: int, computed_blocks=()) -> list[KVCacheBlock] | None:
-    "Blocks for num_new_tokens more tokens after the computed ones (and prefix hits); None, changing nothing, if they do not fit."
+    """Blocks for num_new_tokens more tokens after the computed ones (and prefix hits); None, changing nothing, if
+    they do not fit."""
     rid, bs = request.request_id, self.block_size
     blocks = self.req_blocks.get(rid, [])
     total = request.num_computed_tokens + len(computed_blocks) * bs + num_new_tokens
     need = max(cdiv(total, bs) - len(blocks) - len(computed_blocks), 0)
     new = []
-    if need or computed_blocks or not blocks:                      # else: a decode step with room left in its last block
+    # else: a decode step with room left in its last block
+    if need or computed_blocks or not blocks:
         reusable_free = sum(b.ref_cnt == 0 for b in computed_blocks)      # hits sitting in the free queue
         if need > self.pool.num_free - reusable_free: return None
         if not blocks:                                             # a request's first allocation: a cache lookup
             self.num_cached[rid] = len(computed_blocks)
-            if self.enable_caching: self.stats.queries += len(request.all_token_ids); self.stats.hits += len(computed_blocks) * bs
+            if self.enable_caching:
+                self.stats.queries += len(request.all_token_ids)
+                self.stats.hits += len(computed_blocks) * bs
         self.pool.touch(computed_blocks)
         new = self.pool.get_new_blocks(need)
         self.req_blocks[rid] = blocks = blocks + list(computed_blocks) + new

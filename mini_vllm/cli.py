@@ -40,11 +40,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--model", default=None, help=f"local Hugging Face model folder (default: {DEFAULT_MODEL})")
     g.add_argument("--max-tokens", type=int, default=64, help="new tokens per prompt at most (default: 64)")
     g.add_argument("--temperature", type=float, default=0.0, help="sampling temperature; 0 = greedy (default: 0)")
-    g.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling: keep the most likely tokens up to this mass (default: 1)")
+    g.add_argument("--top-p", type=float, default=1.0,
+                   help="nucleus sampling: keep the most likely tokens up to this mass (default: 1)")
     g.add_argument("--top-k", type=int, default=0, help="keep only the k most likely tokens; 0 = all (default: 0)")
     g.add_argument("--seed", type=int, default=None, help="random seed: same seed, same text")
     g.add_argument("--ignore-eos", action="store_true", help="keep generating past the end-of-sequence token")
-    g.add_argument("--chat", action="store_true", help="wrap each prompt in the model's chat template as a user message")
+    g.add_argument("--chat", action="store_true",
+                   help="wrap each prompt in the model's chat template as a user message")
     g.add_argument("--json", action="store_true", help="print one JSON object per prompt instead of text")
     g.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16 (default: auto)")
     g.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
@@ -71,7 +73,9 @@ def encode(tok, text: str, chat: bool) -> list[int]:
     "Token ids of a prompt: through the tokenizer (and chat template), or parsed ids when there is no tokenizer."
     if tok is None:
         try: return [int(t) for t in text.replace(",", " ").split()]
-        except ValueError: raise ValueError(f"this model has no tokenizer: prompts must be token ids like '1 2 3', got {text!r}") from None
+        except ValueError:
+            raise ValueError(f"this model has no tokenizer: prompts must be token ids like '1 2 3', "
+                             f"got {text!r}") from None
     if chat:   # render the template to text, then tokenize: stable across transformers versions
         text = tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False)
         return tok(text, add_special_tokens=False)["input_ids"]
@@ -88,13 +92,15 @@ def generate_cmd(args, out=None):
     tok = load_tokenizer(path)
     prompts = [encode(tok, t, args.chat) for t in texts]
     max_len = min(load_config(path).max_position_embeddings, max(map(len, prompts)) + params.max_tokens)
-    llm = LLM(path, dtype=args.dtype, device=args.device, block_size=args.block_size, attention_backend=args.attention_backend,
-              max_num_seqs=min(args.max_num_seqs, len(prompts)), max_model_len=max_len, quantization=args.quantization)
+    llm = LLM(path, dtype=args.dtype, device=args.device, block_size=args.block_size,
+              attention_backend=args.attention_backend, max_num_seqs=min(args.max_num_seqs, len(prompts)),
+              max_model_len=max_len, quantization=args.quantization)
     outs = llm.generate(prompts, params, use_tqdm=len(prompts) > 1)
     for i, (t, o) in enumerate(zip(texts, outs)):
         c = o.outputs[0]
         text = c.text if tok else " ".join(map(str, c.token_ids))
-        if args.json: print(json.dumps(dict(prompt=t, text=text, token_ids=c.token_ids, finish_reason=c.finish_reason)), file=out)
+        if args.json:
+            print(json.dumps(dict(prompt=t, text=text, token_ids=c.token_ids, finish_reason=c.finish_reason)), file=out)
         elif args.chat: print(("\n" if i else "") + f">>> {t}\n{text}", file=out)
         else: print(("\n" if i else "") + (t + text if tok else text), file=out)
 
@@ -108,11 +114,16 @@ SERVE_EXAMPLES = """examples:
 ENGINE_ARGS = [  # (flag, type, help): passed to LLMEngine when given
     ("--dtype", str, "auto, float32, bfloat16 or float16"), ("--device", str, "auto, cpu or cuda"),
     ("--load-format", str, "auto, or dummy for random weights from a config-only folder"),
-    ("--block-size", int, "tokens per KV-cache block"), ("--num-kv-blocks", int, "KV-cache blocks (default: sized from memory)"),
-    ("--kv-cache-memory-bytes", int, "memory for the KV cache on a CPU"), ("--gpu-memory-utilization", float, "fraction of GPU memory to use"),
-    ("--max-num-seqs", int, "requests in the running batch at most"), ("--max-num-batched-tokens", int, "tokens per step at most"),
-    ("--max-model-len", int, "context length (prompt + output) at most"), ("--attention-backend", str, "auto, torch, cpu or triton"),
-    ("--num-scheduler-steps", int, "decode steps per engine step (GPU default: 32)"), ("--seed", int, "seed of unseeded sampling"),
+    ("--block-size", int, "tokens per KV-cache block"),
+    ("--num-kv-blocks", int, "KV-cache blocks (default: sized from memory)"),
+    ("--kv-cache-memory-bytes", int, "memory for the KV cache on a CPU"),
+    ("--gpu-memory-utilization", float, "fraction of GPU memory to use"),
+    ("--max-num-seqs", int, "requests in the running batch at most"),
+    ("--max-num-batched-tokens", int, "tokens per step at most"),
+    ("--max-model-len", int, "context length (prompt + output) at most"),
+    ("--attention-backend", str, "auto, torch, cpu or triton"),
+    ("--num-scheduler-steps", int, "decode steps per engine step (GPU default: 32)"),
+    ("--seed", int, "seed of unseeded sampling"),
     ("--tensor-parallel-size", int, "processes (GPUs) the model is split over, Megatron-style (default: 1)"),
     ("--quantization", str, "int8 or int4: weight-only quantization of the linear layers (chapter 05)")]
 
@@ -122,7 +133,8 @@ SERVER_LIMITS = [  # (flag, type, help): fields of ServerLimits, passed when giv
     ("--read-timeout", float, "seconds a client has for a request's headers, and again for its body (default: 10)"),
     ("--timeout-keep-alive", float, "seconds an idle connection stays open (default: 5)"),
     ("--max-connections", int, "open connections at most; more get a 503 (default: 1024)"),
-    ("--shutdown-grace", float, "seconds running requests may finish on SIGTERM before they end with an error (default: 5)")]
+    ("--shutdown-grace", float, "seconds running requests may finish on SIGTERM before they end with an error "
+                                "(default: 5)")]
 
 # %% ../nbs/08_cli.ipynb #ed6dcc51
 def add_serve_parser(sub):
@@ -135,18 +147,21 @@ def add_serve_parser(sub):
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     s.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 = any free port)")
     s.add_argument("--api-key", default=None, help="require `Authorization: Bearer KEY` (default: $MINI_VLLM_API_KEY)")
-    s.add_argument("--max-waiting", type=int, default=None, help="waiting sequences (prompts x n) at most; past it, 503 (default: no limit)")
+    s.add_argument("--max-waiting", type=int, default=None,
+                   help="waiting sequences (prompts x n) at most; past it, 503 (default: no limit)")
     s.add_argument("--max-body-bytes", type=int, default=2**20, help="largest request body accepted (default: 1 MiB)")
     s.add_argument("--log-level", default="info", help="uvicorn's log level (default: info)")
     for flag, typ, help in SERVER_LIMITS + ENGINE_ARGS: s.add_argument(flag, type=typ, default=None, help=help)
-    s.add_argument("--no-enable-prefix-caching", dest="enable_prefix_caching", action="store_false", help="turn prefix caching off")
+    s.add_argument("--no-enable-prefix-caching", dest="enable_prefix_caching", action="store_false",
+                   help="turn prefix caching off")
     s.add_argument("--enforce-eager", action="store_true", default=None, help="no CUDA graphs")
 
 # %% ../nbs/08_cli.ipynb #e4245e04
 def build_server(args):
     "The FastAPI app `mini-vllm serve` runs for these arguments."
     from mini_vllm.server import LOOPBACK, ServerLimits, build_app
-    if args.max_waiting is not None and args.max_waiting < 0: raise ValueError(f"--max-waiting must be >= 0, got {args.max_waiting}")
+    if args.max_waiting is not None and args.max_waiting < 0:
+        raise ValueError(f"--max-waiting must be >= 0, got {args.max_waiting}")
     path = resolve_model_path(args.model)
     engine_args = {f[2:].replace("-", "_"): getattr(args, f[2:].replace("-", "_")) for f, *_ in ENGINE_ARGS}
     engine_args.update(enable_prefix_caching=args.enable_prefix_caching, enforce_eager=args.enforce_eager)
@@ -164,10 +179,13 @@ def serve_cmd(args):
     from mini_vllm.server import make_server
     app = build_server(args)
     if args.host not in ("127.0.0.1", "localhost", "::1") and not app.state.api_key:
-        print(f"mini-vllm: warning: listening on {args.host} with no API key: anyone who can reach it can use it", file=sys.stderr)
-    print(f"mini-vllm: serving {app.state.serving.model_name} at http://{args.host}:{args.port or '<a free port>'}/v1", file=sys.stderr)
+        print(f"mini-vllm: warning: listening on {args.host} with no API key: anyone who can reach it can use it",
+              file=sys.stderr)
+    print(f"mini-vllm: serving {app.state.serving.model_name} at http://{args.host}:{args.port or '<a free port>'}/v1",
+          file=sys.stderr)
     try: make_server(app, args.host, args.port, args.log_level).run()
-    except KeyboardInterrupt: pass                       # uvicorn re-raises Ctrl-C once it has stopped, as uvicorn.run expects
+    # uvicorn re-raises Ctrl-C once it has stopped, as uvicorn.run expects
+    except KeyboardInterrupt: pass
     finally: app.state.serving.engine.shutdown()                        # tensor-parallel ranks, if any
 
 # %% ../nbs/08_cli.ipynb #fce22b77

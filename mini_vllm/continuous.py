@@ -53,7 +53,8 @@ class ContinuousBatcher:
         check_dense_params(params)
         if not prompt: raise ValueError("prompt must have at least one token")
         if len(prompt) + params.max_tokens > self.max_model_len:
-            raise ValueError(f"prompt ({len(prompt)} tokens) + max_tokens ({params.max_tokens}) exceeds max_model_len ({self.max_model_len})")
+            raise ValueError(f"prompt ({len(prompt)} tokens) + max_tokens ({params.max_tokens}) "
+                             f"exceeds max_model_len ({self.max_model_len})")
         req = DenseRequest(next(self.ids), list(prompt), params, generator=make_generator(params.seed, self.device))
         self.waiting.append(req)
         return req
@@ -98,20 +99,25 @@ def step(self: ContinuousBatcher) -> list[DenseRequest]:
     "Admit waiting requests into free rows, run one token for every request, retire the finished ones."
     admitted = []
     while self.waiting and self.free_rows:                       # FCFS: the oldest request first
-        req = self.waiting.popleft(); req.row = self.free_rows.pop(); admitted.append(req)
+        req = self.waiting.popleft()
+        req.row = self.free_rows.pop()
+        admitted.append(req)
     if self.running: self._sample(self.running, self._decode(self.running))
     if admitted: self._sample(admitted, self._prefill(admitted))
     self.running += admitted
     self.occupancy.append(len(self.running))
     self.used_slots.append(sum(r.num_tokens for r in self.running))
     done = [r for r in self.running if r.finish_reason]
-    for r in done: self.free_rows.append(r.row); r.row = None
+    for r in done:
+        self.free_rows.append(r.row)
+        r.row = None
     self.running = [r for r in self.running if not r.finish_reason]
     return done
 
 # %% ../nbs/03_continuous_batching.ipynb #10a0c93a
 @patch
-def generate(self: ContinuousBatcher, prompts: list[list[int]], params: SamplingParams | list[SamplingParams] = SamplingParams(),
+def generate(self: ContinuousBatcher, prompts: list[list[int]],
+             params: SamplingParams | list[SamplingParams] = SamplingParams(),
              arrivals: list[int] | None = None, on_finish=None) -> list[Completion]:
     "Run prompts (optionally arriving at given steps) to completion; completions in prompt order."
     params = params if isinstance(params, list) else [params] * len(prompts)
@@ -120,7 +126,8 @@ def generate(self: ContinuousBatcher, prompts: list[list[int]], params: Sampling
     reqs, n_steps = {}, 0
     while pending or self.has_unfinished():
         while pending and arrivals[pending[0]] <= n_steps:
-            i = pending.pop(0); reqs[i] = self.add_request(prompts[i], params[i])
+            i = pending.pop(0)
+            reqs[i] = self.add_request(prompts[i], params[i])
         for r in self.step():
             if on_finish: on_finish(r)
         n_steps += 1

@@ -17,7 +17,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .paged_attention import ATTENTION_BACKENDS, AttentionMetadata, PagedKVCache, TorchPagedAttention, _Group
+from .paged_attention import AttentionMetadata, PagedKVCache, TorchPagedAttention, _Group
 
 # %% ../nbs/04j_cpu.ipynb #335b786f
 ELEMENT_C = r"""
@@ -109,7 +109,8 @@ def build_c(source: str, defs: list[str], what: str):
         if r.returncode == 0: break
     else:
         shutil.rmtree(folder, ignore_errors=True)
-        warnings.warn(f"mini_vllm: the C {what} did not build ({cc}): {r.stderr.decode()[-300:]}; PyTorch's ops stand in")
+        warnings.warn(f"mini_vllm: the C {what} did not build ({cc}): {r.stderr.decode()[-300:]}; "
+                      "PyTorch's ops stand in")
         return None
     dll = ctypes.CDLL(str(lib))
     shutil.rmtree(folder, ignore_errors=True)                          # loaded: the files are no longer needed
@@ -136,8 +137,9 @@ def paged_decode(kernel, q, kc, vc, out, rows, block_tables, seq_lens):
     assert out.is_contiguous() and kc.is_contiguous() and vc.is_contiguous()
     assert rows.dtype == torch.int64 and block_tables.dtype == seq_lens.dtype == torch.int32
     B, W = block_tables.shape
-    kernel(q.data_ptr(), q.stride(0), kc.data_ptr(), vc.data_ptr(), out.data_ptr(), rows.data_ptr(), block_tables.data_ptr(),
-           seq_lens.data_ptr(), B, kc.shape[2], W, q.shape[-1] ** -0.5, torch.get_num_threads())
+    kernel(q.data_ptr(), q.stride(0), kc.data_ptr(), vc.data_ptr(), out.data_ptr(), rows.data_ptr(),
+           block_tables.data_ptr(), seq_lens.data_ptr(), B, kc.shape[2], W, q.shape[-1] ** -0.5,
+           torch.get_num_threads())
 
 # %% ../nbs/04j_cpu.ipynb #b9343219
 class CPUPagedAttention(TorchPagedAttention):
@@ -172,8 +174,6 @@ class CPUPagedAttention(TorchPagedAttention):
         kernel, *args = self.decodes
         if kernel is not None: paged_decode(kernel, q, kc, vc, o, *args)
 
-ATTENTION_BACKENDS["cpu"] = CPUPagedAttention
-
 # %% ../nbs/04j_cpu.ipynb #3d3360ee
 def can_pack() -> bool:
     "Whether this PyTorch can keep weights in oneDNN's layout (x86 and Arm builds with oneDNN)."
@@ -200,7 +200,8 @@ def pack_linears(model: nn.Module) -> int:
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if type(child) is nn.Linear and child.weight.dtype == torch.bfloat16 and child.weight.device.type == "cpu":
-                setattr(parent, name, PackedLinear(child)); n += 1
+                setattr(parent, name, PackedLinear(child))
+                n += 1
     return n
 
 # %% ../nbs/04j_cpu.ipynb #de43f537
@@ -249,7 +250,10 @@ void silu_mul(const elem *gu, elem *out, int N, int I, int threads) {
     for (int n = 0; n < N; n++) {
         const elem *g = gu + (int64_t)n * 2 * I, *u = g + I;
         elem *o = out + (int64_t)n * I;
-        for (int i = 0; i < I; i++) { float a = load(g[i]); o[i] = store(load(store(a / (1.f + expf(-a)))) * load(u[i])); }
+        for (int i = 0; i < I; i++) {
+            float a = load(g[i]);
+            o[i] = store(load(store(a / (1.f + expf(-a)))) * load(u[i]));
+        }
     }
 }
 """

@@ -27,6 +27,7 @@ def graph_buckets(max_num_seqs: int) -> list[int]:
 # %% ../nbs/04h_cuda_graphs.ipynb #e01ae6f8
 class CUDAGraphRunner(ModelRunner):
     "A ModelRunner that replays CUDA graphs, one per batch-size bucket, for decode steps."
+    num_lookahead_slots = 1          # the next window's first step, run ahead (fetch_tokens)
     def __init__(self, model, cache: PagedKVCache, kv: KVCacheManager, max_num_seqs: int, max_model_len: int,
                  capture: bool | None = None):
         super().__init__(model, cache, kv, "triton")
@@ -44,8 +45,11 @@ class CUDAGraphRunner(ModelRunner):
 
     def _pad(self, n: int, b: int):
         "Rows n..b-1 as padding: token 0 at position 0, writing and reading the scratch block only."
-        self.ids[n:b] = 0; self.pos[n:b] = 0; self.seq_lens[n:b] = 1
-        self.slots[n:b] = self.scratch * self.kv.block_size; self.bt[n:b] = self.scratch
+        self.ids[n:b] = 0
+        self.pos[n:b] = 0
+        self.seq_lens[n:b] = 1
+        self.slots[n:b] = self.scratch * self.kv.block_size
+        self.bt[n:b] = self.scratch
 
 # %% ../nbs/04h_cuda_graphs.ipynb #aa31e7ea
 @patch
@@ -55,8 +59,11 @@ def _capture(self: CUDAGraphRunner, b: int):
                              max_query_len=1, max_seq_len=self.max_model_len)
     attn = TritonPagedAttention(self.cache, meta, decode_reqs=self.reqs[:b], max_seq_len=self.max_model_len)
     run = lambda: self.out[:b].copy_(self.model.compute_logits(self.model(self.ids[:b], self.pos[:b], attn)))
-    if not self.capture: self.graphs[b] = run; return
-    s = torch.cuda.Stream(); s.wait_stream(torch.cuda.current_stream())
+    if not self.capture:
+        self.graphs[b] = run
+        return
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s), torch.inference_mode():
         for _ in range(2): run()
     torch.cuda.current_stream().wait_stream(s)
@@ -72,8 +79,11 @@ def logits(self: CUDAGraphRunner, input_ids, meta: AttentionMetadata, rows) -> t
     if meta.max_query_len != 1 or n > self.buckets[-1]: return ModelRunner.logits(self, input_ids, meta, rows)
     b = next(x for x in self.buckets if x >= n)
     self.replayed = (n, b)
-    self.ids[:n].copy_(input_ids); self.pos[:n].copy_(meta.positions); self.slots[:n].copy_(meta.slot_mapping)
-    self.seq_lens[:n].copy_(meta.seq_lens); self.bt[:n, :meta.block_tables.shape[1]].copy_(meta.block_tables)
+    self.ids[:n].copy_(input_ids)
+    self.pos[:n].copy_(meta.positions)
+    self.slots[:n].copy_(meta.slot_mapping)
+    self.seq_lens[:n].copy_(meta.seq_lens)
+    self.bt[:n, :meta.block_tables.shape[1]].copy_(meta.block_tables)
     self._pad(n, b)
     self.graphs[b]()
     return self.out[:n]                                   # every row of a decode step samples: rows == 0..n-1
@@ -119,11 +129,13 @@ def _argmax_kernel(x_ptr, out_ptr, V, stride, BLOCK: tl.constexpr):
     tl.store(out_ptr + tl.program_id(0), arg.to(tl.int64))
 
 def greedy_tokens(logits: torch.Tensor) -> torch.Tensor:
-    "logits.argmax(-1) for (B, V) logits, one program per row (a NaN counts as +inf: an inf before it wins, unlike torch)."
+    """logits.argmax(-1) for (B, V) logits, one program per row (a NaN counts as +inf: an inf before it wins, unlike
+    torch)."""
     assert logits.dim() == 2 and logits.stride(1) == 1, "greedy_tokens: (B, V) logits with contiguous rows"
     out = torch.empty(logits.shape[0], dtype=torch.long, device=logits.device)
     if logits.shape[0]: _argmax_kernel[(logits.shape[0],)](logits, out, logits.shape[1], logits.stride(0),
-                                                           BLOCK=min(triton.next_power_of_2(logits.shape[1]), 32768), num_warps=16)
+                                                           BLOCK=min(triton.next_power_of_2(logits.shape[1]), 32768),
+                                                           num_warps=16)
     return out
 
 @patch
@@ -145,16 +157,17 @@ class _Ahead:
     def fits(self, out) -> bool:
         "Whether `out` is the step that was run ahead."
         return (len(out.requests) == len(self.requests) and all(a is b for a, b in zip(out.requests, self.requests))
-                and all(n == 1 for n in out.num_new_tokens) and [r.num_computed_tokens for r in out.requests] == self.num_computed)
+                and all(n == 1 for n in out.num_new_tokens)
+                and [r.num_computed_tokens for r in out.requests] == self.num_computed)
 
 # %% ../nbs/04h_cuda_graphs.ipynb #6d9a4085
 @patch
 def _may_run_ahead(self: CUDAGraphRunner, reqs, num_steps: int, st) -> bool:
     "A greedy round trip of graph replays whose requests all go on after it, with a cache slot for one more step."
     if not RUN_AHEAD or self.replayed is None or num_steps < 2 or not st.all_greedy: return False
-    room = lambda r: min(r.sampling_params.max_tokens - len(r.output_token_ids), self.max_model_len - r.num_tokens)
-    if any(room(r) <= num_steps for r in reqs): return False         # one ends now: the next batch differs
-    return all(self.kv.allocate_slots(r, num_steps + 1) is not None for r in reqs)
+    if any(r.room(self.max_model_len) <= num_steps for r in reqs): return False   # one ends now: the next batch differs
+    slots = lambda r: len(self.kv.block_table(r.request_id)) * self.kv.block_size    # the scheduler's lookahead slot
+    return all(slots(r) > r.num_computed_tokens + num_steps for r in reqs)
 
 @patch
 def _copy_tables(self: CUDAGraphRunner, reqs):
@@ -174,7 +187,8 @@ def fetch_tokens(self: CUDAGraphRunner, steps, reqs, st) -> list[list[int]]:
     if done: done.record()
     self._copy_tables(reqs)                                              # its slot may be in a block just added
     logits, _ = self.next_logits(steps[-1], None, None)                  # queued behind the copies
-    self.ahead = _Ahead(list(reqs), [r.num_computed_tokens + len(steps) for r in reqs], self.sample_tokens(logits, st), st)
+    self.ahead = _Ahead(list(reqs), [r.num_computed_tokens + len(steps) for r in reqs],
+                        self.sample_tokens(logits, st), st)
     if done: done.synchronize()                                          # the copy only, not the step after it
     return host.tolist()
 

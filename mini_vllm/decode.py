@@ -100,7 +100,8 @@ def finish_reason(params: SamplingParams, token_ids: list[int], eos_token_ids=()
 def check_dense_params(params: SamplingParams):
     "Refuse what the dense engines of chapters 01-03 do not implement."
     for f, off in (("n", 1), ("stop", None), ("min_tokens", 0), ("logprobs", None)):
-        if getattr(params, f) != off: raise ValueError(f"{f}={getattr(params, f)!r} needs the paged engine (mini_vllm.LLM)")
+        if getattr(params, f) != off:
+            raise ValueError(f"{f}={getattr(params, f)!r} needs the paged engine (mini_vllm.LLM)")
 
 # %% ../nbs/01b_decode.ipynb #5a45d9fd
 def _check_length(cfg: ModelConfig, n_prompt: int, params: SamplingParams):
@@ -111,7 +112,8 @@ def _check_length(cfg: ModelConfig, n_prompt: int, params: SamplingParams):
 
 def generate(model, prompt_ids: list[int], params: SamplingParams = SamplingParams()) -> Completion:
     "Generate one completion: prefill the prompt once, then decode one token per step."
-    check_dense_params(params); _check_length(model.config, len(prompt_ids), params)
+    check_dense_params(params)
+    _check_length(model.config, len(prompt_ids), params)
     w = next(model.parameters())
     cache = DenseKVCache.allocate(model.config, 1, len(prompt_ids) + params.max_tokens, w.dtype, w.device)
     st = SamplingTensors.from_params([params], [make_generator(params.seed, w.device)], w.device)

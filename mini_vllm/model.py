@@ -93,11 +93,12 @@ class LlamaMLP(nn.Module):
 
 class LlamaDecoderLayer(nn.Module):
     "Pre-norm residual block: attention, then MLP."
+    attention_cls, mlp_cls, norm_cls = LlamaAttention, LlamaMLP, RMSNorm       # what a subclass may replace
     def __init__(self, cfg: ModelConfig, layer: int):
         super().__init__()
-        self.self_attn, self.mlp = LlamaAttention(cfg, layer), LlamaMLP(cfg)
-        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.norm_eps)
-        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.norm_eps)
+        self.self_attn, self.mlp = self.attention_cls(cfg, layer), self.mlp_cls(cfg)
+        self.input_layernorm = self.norm_cls(cfg.hidden_size, cfg.norm_eps)
+        self.post_attention_layernorm = self.norm_cls(cfg.hidden_size, cfg.norm_eps)
 
     def forward(self, x, cos, sin, attn):
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, attn)
@@ -106,11 +107,12 @@ class LlamaDecoderLayer(nn.Module):
 # %% ../nbs/01a_model.ipynb #fcb3f14f
 class LlamaModel(nn.Module):
     "Embedding, decoder layers, final norm; rotary tables kept as buffers."
+    layer_cls, norm_cls = LlamaDecoderLayer, RMSNorm
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
-        self.layers = nn.ModuleList(LlamaDecoderLayer(cfg, i) for i in range(cfg.num_layers))
-        self.norm = RMSNorm(cfg.hidden_size, cfg.norm_eps)
+        self.layers = nn.ModuleList(self.layer_cls(cfg, i) for i in range(cfg.num_layers))
+        self.norm = self.norm_cls(cfg.hidden_size, cfg.norm_eps)
         cos, sin = rope_tables(cfg)
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
@@ -123,10 +125,11 @@ class LlamaModel(nn.Module):
 
 class LlamaForCausalLM(nn.Module):
     "A Llama-family decoder with transformers' parameter names."
+    model_cls = LlamaModel
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.config = cfg
-        self.model = LlamaModel(cfg)
+        self.model = self.model_cls(cfg)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         self.tie_weights()
 
@@ -157,7 +160,8 @@ class GPT2Attention(nn.Module):
     def __init__(self, cfg: ModelConfig, layer: int):
         super().__init__()
         self.layer, self.nh, self.hd = layer, cfg.num_heads, cfg.head_dim
-        self.c_attn, self.c_proj = Conv1D(cfg.hidden_size, 3 * cfg.hidden_size), Conv1D(cfg.hidden_size, cfg.hidden_size)
+        self.c_attn, self.c_proj = (Conv1D(cfg.hidden_size, 3 * cfg.hidden_size),
+                                    Conv1D(cfg.hidden_size, cfg.hidden_size))
 
     def forward(self, x, attn):                                             # x (..., C)
         q, k, v = self.c_attn(x).unflatten(-1, (3, self.nh, self.hd)).unbind(-3)  # (..., H, D) each
@@ -166,7 +170,8 @@ class GPT2Attention(nn.Module):
 class GPT2MLP(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.c_fc, self.c_proj = Conv1D(cfg.hidden_size, cfg.intermediate_size), Conv1D(cfg.intermediate_size, cfg.hidden_size)
+        self.c_fc, self.c_proj = (Conv1D(cfg.hidden_size, cfg.intermediate_size),
+                                  Conv1D(cfg.intermediate_size, cfg.hidden_size))
     def forward(self, x): return self.c_proj(gelu_new(self.c_fc(x)))
 
 class GPT2Block(nn.Module):
@@ -236,19 +241,23 @@ def resolve_dtype(dtype, cfg: ModelConfig, device: torch.device) -> torch.dtype:
 _IGNORED = ("rotary_emb.inv_freq", ".attn.bias", ".attn.masked_bias")   # buffers some checkpoints carry
 
 def load_model(model=None, dtype="auto", device="auto", load_format="auto", config: ModelConfig | None = None,
-               prepare=None, shard=None) -> nn.Module:
-    "Our module for `model` (a folder, or None for the default), weights loaded, in eval mode."
-    if load_format not in LOAD_FORMATS: raise ValueError(f"load_format must be one of {LOAD_FORMATS}, got {load_format!r}")
+               prepare=None, shard=None, model_classes: dict | None = None) -> nn.Module:
+    """Our module for `model` (a folder, or None for the default), weights loaded, in eval mode. `model_classes`
+    replaces `MODEL_CLASSES`' entries for some architectures (later chapters' subclasses with faster kernels)."""
+    if load_format not in LOAD_FORMATS:
+        raise ValueError(f"load_format must be one of {LOAD_FORMATS}, got {load_format!r}")
     path = resolve_model_path(model)
     cfg = config or load_config(path)                           # tensor parallelism passes a rank's share (chapter 09)
-    device = resolve_device(device); dtype = resolve_dtype(dtype, cfg, device)
-    with torch.device("meta"): m = MODEL_CLASSES[cfg.arch](cfg)
+    device = resolve_device(device)
+    dtype = resolve_dtype(dtype, cfg, device)
+    with torch.device("meta"): m = {**MODEL_CLASSES, **(model_classes or {})}[cfg.arch](cfg)
     if prepare is not None: prepare(m)                          # ... and swaps in its parallel layers here
     m = m.to_empty(device=device).to(dtype).eval().requires_grad_(False)
     m.tie_weights()                                             # to_empty gives each module its own tensor
     if cfg.arch == "llama":                                     # computed, not loaded: fill again
         cos, sin = rope_tables(cfg)
-        m.model.rope_cos.copy_(cos); m.model.rope_sin.copy_(sin)
+        m.model.rope_cos.copy_(cos)
+        m.model.rope_sin.copy_(sin)
     if load_format == "dummy": init_dummy_weights(m)
     else: load_weights(m, path, shard)
     m.path = path
@@ -273,7 +282,8 @@ def _checkpoint_names(params: dict, shards: dict) -> dict[str, tuple[str, int | 
 
 # %% ../nbs/01a_model.ipynb #ef7d0f9a
 def load_weights(m: nn.Module, path: Path, shard=None):
-    "Copy a checkpoint folder's tensors into `m` (each through `shard(name, tensor)` if given), failing on missing or mis-shaped ones."
+    """Copy a checkpoint folder's tensors into `m` (each through `shard(name, tensor)` if given), failing on missing
+    or mis-shaped ones."""
     params = dict(m.named_parameters())                         # a tied lm_head appears once, as the embedding
     prefix = next(iter(params)).split(".")[0] + "."             # "model." or "transformer.": some checkpoints omit it
     expected = _checkpoint_names(params, stacked_shards(m.config))
@@ -288,7 +298,8 @@ def load_weights(m: nn.Module, path: Path, shard=None):
         dest = params[key] if start is None else params[key].narrow(0, start, rows)
         if tuple(t.shape) != tuple(dest.shape):
             raise ValueError(f"{name} in {path} has shape {tuple(t.shape)}, expected {tuple(dest.shape)}")
-        dest.copy_(t); missing.discard(name)
+        dest.copy_(t)
+        missing.discard(name)
     if missing: raise ValueError(f"checkpoint {path} lacks {len(missing)} tensors, e.g. {sorted(missing)[:3]}")
 
 # %% ../nbs/01a_model.ipynb #649eeb89

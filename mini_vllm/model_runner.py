@@ -32,6 +32,7 @@ class StepInputs:
 # %% ../nbs/04d_model_runner.ipynb #c2a885c7
 class ModelRunner:
     "Runs a SchedulerOutput as one forward pass over the paged cache and samples the new tokens."
+    num_lookahead_slots = 0          # slots past a decode window it writes (chapter 04h's runs the next window ahead)
     def __init__(self, model, cache: PagedKVCache, kv: KVCacheManager, attention_backend: str = "torch"):
         self.model, self.cache, self.kv = model, cache, kv
         self.attn_cls = get_attention_backend(attention_backend)
@@ -43,7 +44,9 @@ class ModelRunner:
         for i, (req, n) in enumerate(zip(out.requests, out.num_new_tokens)):
             s = req.num_computed_tokens
             ids += req.all_token_ids[s:s + n]
-            query_lens.append(n); seq_lens.append(s + n); tables.append(self.kv.block_table(req.request_id))
+            query_lens.append(n)
+            seq_lens.append(s + n)
+            tables.append(self.kv.block_table(req.request_id))
             if samples(req, n): rows.append(i)
         meta = AttentionMetadata.build(query_lens, seq_lens, tables, self.kv.block_size, self.device)
         ends = list(accumulate(query_lens))                     # a request's last new token is at ends[i] - 1
@@ -99,14 +102,16 @@ def execute(self: ModelRunner, out: SchedulerOutput, num_steps: int = 1) -> Step
     if not x.sampling: return StepResult({}, {})
     raw = logits.clone() if any(r.sampling_params.logprobs is not None for r in x.sampling) else None
     _mask_stop_tokens(logits, x.sampling)
-    st = SamplingTensors.from_params([r.sampling_params for r in x.sampling], [r.generator for r in x.sampling], self.device)
+    st = SamplingTensors.from_params([r.sampling_params for r in x.sampling], [r.generator for r in x.sampling],
+                                     self.device)
     steps = self.decode_steps(self.sample_tokens(logits, st), x.meta, x.logits_indices, st, num_steps)
     tokens = self.fetch_tokens(steps, x.sampling, st)               # (S, num_steps): the only host sync
     return StepResult(dict(zip((r.request_id for r in x.sampling), tokens)),
                       _logprobs(raw, steps[0], x.sampling) if raw is not None else {})
 
 @patch
-def decode_steps(self: ModelRunner, first: torch.Tensor, meta, rows, st: SamplingTensors, num_steps: int) -> list[torch.Tensor]:
+def decode_steps(self: ModelRunner, first: torch.Tensor, meta, rows, st: SamplingTensors,
+                 num_steps: int) -> list[torch.Tensor]:
     "The tokens of num_steps steps, the first given: each further decode step is fed the last, no host round trip."
     steps = [first]
     for _ in range(num_steps - 1):
@@ -115,7 +120,8 @@ def decode_steps(self: ModelRunner, first: torch.Tensor, meta, rows, st: Samplin
     return steps
 
 @patch
-def fetch_tokens(self: ModelRunner, steps: list[torch.Tensor], reqs: list[Request], st: SamplingTensors) -> list[list[int]]:
+def fetch_tokens(self: ModelRunner, steps: list[torch.Tensor], reqs: list[Request],
+                 st: SamplingTensors) -> list[list[int]]:
     "The sampled tokens on the host, a list of num_steps per request: the step waits here for the GPU."
     return torch.stack(steps, 1).tolist()
 
@@ -125,7 +131,8 @@ def advance(meta: AttentionMetadata, block_size: int) -> AttentionMetadata:
     pos = meta.positions + 1                                                                 # (B,)
     rows = torch.arange(pos.shape[0], device=pos.device)
     slots = meta.block_tables[rows, pos // block_size].long() * block_size + pos % block_size
-    return replace(meta, positions=pos, slot_mapping=slots, seq_lens=meta.seq_lens + 1, max_seq_len=meta.max_seq_len + 1)
+    return replace(meta, positions=pos, slot_mapping=slots, seq_lens=meta.seq_lens + 1,
+                   max_seq_len=meta.max_seq_len + 1)
 
 @patch
 def next_logits(self: ModelRunner, tokens: torch.Tensor, meta: AttentionMetadata, rows: torch.Tensor):

@@ -82,7 +82,8 @@ def _check_numbers(self: SamplingParams):
     _check(self.top_p, "top_p", (int, float), lambda v: 0 < v <= 1, "in (0, 1]")
     _check(self.top_k, "top_k", int, lambda v: v >= 1, ">= 1, or 0 / -1 / None for no limit", optional=True)
     _check(self.max_tokens, "max_tokens", int, lambda v: v >= 1, ">= 1")
-    _check(self.min_tokens, "min_tokens", int, lambda v: 0 <= v <= self.max_tokens, f"in [0, max_tokens={self.max_tokens}]")
+    _check(self.min_tokens, "min_tokens", int, lambda v: 0 <= v <= self.max_tokens,
+           f"in [0, max_tokens={self.max_tokens}]")
     _check(self.seed, "seed", int, lambda v: v in INT64, "a signed 64-bit integer", optional=True)
     _check(self.logprobs, "logprobs", int, lambda v: 0 <= v <= MAX_LOGPROBS, f"in [0, {MAX_LOGPROBS}]", optional=True)
     if not isinstance(self.ignore_eos, bool):

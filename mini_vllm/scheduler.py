@@ -57,7 +57,12 @@ class Request:
     def num_prompt_tokens(self) -> int: return len(self.prompt_token_ids)
 
     def append_output_tokens(self, tokens: list[int]):
-        self.output_token_ids += tokens; self.all_token_ids += tokens
+        self.output_token_ids += tokens
+        self.all_token_ids += tokens
+
+    def room(self, max_model_len: int) -> int:
+        "Output tokens it may still take: up to its max_tokens, within max_model_len."
+        return min(self.sampling_params.max_tokens - len(self.output_token_ids), max_model_len - self.num_tokens)
 
     @property
     def finish_reason(self) -> str | None: return self.status.value if self.status.is_finished else None
@@ -66,7 +71,7 @@ class Request:
 def accept_tokens(req: Request, tokens: list[int], max_model_len: int) -> RequestStatus | None:
     "Append sampled tokens up to the first that finishes the request; return the finished status, or None."
     p, n = req.sampling_params, len(req.output_token_ids)
-    room = min(p.max_tokens - n, max_model_len - req.num_tokens)          # tokens it may still take
+    room = req.room(max_model_len)
     keep = tokens[:room]
     status = RequestStatus.FINISHED_LENGTH if len(keep) == room else None
     if req.stop_ids and not req.stop_ids.isdisjoint(keep):
@@ -81,10 +86,11 @@ def accept_tokens(req: Request, tokens: list[int], max_model_len: int) -> Reques
 # %% ../nbs/04b_scheduler.ipynb #1a912b22
 @dataclass
 class SchedulerOutput:
-    "The requests a step runs, how many new tokens each, and who was preempted."
+    "The requests a step runs, how many new tokens each, who was preempted, and how many decode steps in a row."
     requests: list[Request] = field(default_factory=list)
     num_new_tokens: list[int] = field(default_factory=list)
     preempted: list[Request] = field(default_factory=list)
+    num_steps: int = 1                       # > 1: a window of decodes, each request's slots for all of it allocated
 
     @property
     def total_tokens(self) -> int: return sum(self.num_new_tokens)
@@ -94,13 +100,17 @@ class SchedulerOutput:
 class Scheduler:
     "vLLM v1-style scheduling: running requests first, then waiting ones, under a token budget."
     def __init__(self, kv: KVCacheManager, max_num_seqs: int = 256, max_num_batched_tokens: int = 2048,
-                 max_model_len: int = 2048):
-        for name, v in (("max_num_seqs", max_num_seqs), ("max_num_batched_tokens", max_num_batched_tokens), ("max_model_len", max_model_len)):
+                 max_model_len: int = 2048, num_scheduler_steps: int = 1, num_lookahead_slots: int = 0):
+        for name, v in (("max_num_seqs", max_num_seqs), ("max_num_batched_tokens", max_num_batched_tokens),
+                        ("max_model_len", max_model_len)):
             if v < 1: raise ValueError(f"{name} must be >= 1, got {v}")
         if max_model_len > kv.num_blocks * kv.block_size:   # else one long request could preempt itself forever
-            raise ValueError(f"max_model_len ({max_model_len}) exceeds the KV pool ({kv.num_blocks} blocks x {kv.block_size} = "
-                             f"{kv.num_blocks * kv.block_size} tokens): lower max_model_len or give the pool more blocks")
-        self.kv, self.max_num_seqs, self.max_num_batched_tokens, self.max_model_len = kv, max_num_seqs, max_num_batched_tokens, max_model_len
+            raise ValueError(f"max_model_len ({max_model_len}) exceeds the KV pool ({kv.num_blocks} blocks x "
+                             f"{kv.block_size} = {kv.num_blocks * kv.block_size} tokens): lower max_model_len "
+                             "or give the pool more blocks")
+        self.kv, self.max_num_seqs, self.max_num_batched_tokens = kv, max_num_seqs, max_num_batched_tokens
+        self.max_model_len = max_model_len
+        self.num_scheduler_steps, self.num_lookahead_slots = num_scheduler_steps, num_lookahead_slots   # decode windows
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
         self.requests: dict[str, Request] = {}
@@ -111,8 +121,10 @@ class Scheduler:
         if req.request_id in self.requests: raise ValueError(f"request_id {req.request_id!r} is already in use")
         if req.num_tokens < 1: raise ValueError("prompt must have at least one token")
         if req.num_tokens >= self.max_model_len:
-            raise ValueError(f"prompt has {req.num_tokens} tokens; max_model_len is {self.max_model_len} (the prompt must be shorter, to leave room for output)")
-        self.waiting.append(req); self.requests[req.request_id] = req
+            raise ValueError(f"prompt has {req.num_tokens} tokens; max_model_len is {self.max_model_len} "
+                             "(the prompt must be shorter, to leave room for output)")
+        self.waiting.append(req)
+        self.requests[req.request_id] = req
 
     def has_unfinished(self) -> bool: return bool(self.waiting or self.running)
 
@@ -122,7 +134,8 @@ def _preempt(self: Scheduler, req: Request):
     "Free a running request's blocks and queue it first for recomputation."
     self.kv.free(req)
     req.status, req.num_computed_tokens = RequestStatus.PREEMPTED, 0
-    req.num_preemptions += 1; self.num_preemptions += 1
+    req.num_preemptions += 1
+    self.num_preemptions += 1
     self.waiting.appendleft(req)
 
 @patch
@@ -134,10 +147,14 @@ def schedule(self: Scheduler) -> SchedulerOutput:
         n = min(req.num_tokens - req.num_computed_tokens, budget)
         while self.kv.allocate_slots(req, n) is None:
             victim = self.running.pop()                         # the newest running request
-            self._preempt(victim); out.preempted.append(victim)
+            self._preempt(victim)
+            out.preempted.append(victim)
             if victim is req: break
         else:
-            out.requests.append(req); out.num_new_tokens.append(n); budget -= n; i += 1
+            out.requests.append(req)
+            out.num_new_tokens.append(n)
+            budget -= n
+            i += 1
             continue
         break
     while not out.preempted and self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
@@ -148,7 +165,10 @@ def schedule(self: Scheduler) -> SchedulerOutput:
         self.waiting.popleft()
         req.status, req.num_computed_tokens = RequestStatus.RUNNING, len(hits) * self.kv.block_size
         self.running.append(req)
-        out.requests.append(req); out.num_new_tokens.append(n); budget -= n
+        out.requests.append(req)
+        out.num_new_tokens.append(n)
+        budget -= n
+    out.num_steps = self._decode_window(out)
     return out
 
 # %% ../nbs/04b_scheduler.ipynb #842c7599
@@ -157,7 +177,7 @@ def update(self: Scheduler, out: SchedulerOutput, sampled: dict[str, list[int]])
     "Record a step's results: computed tokens, sampled tokens; return the requests that got any."
     got = []
     for req, n in zip(out.requests, out.num_new_tokens):
-        req.num_computed_tokens += n
+        req.num_computed_tokens += n + out.num_steps - 1        # a decode window computed num_steps tokens
         if not (tokens := sampled.get(req.request_id)): continue
         got.append(req)
         if status := accept_tokens(req, tokens, self.max_model_len): self.finish(req, status)
@@ -183,3 +203,19 @@ def preempt(self: Scheduler, req: Request):
 def samples(req: Request, num_new_tokens: int) -> bool:
     "Whether a request scheduled for num_new_tokens produces a token this step."
     return req.num_computed_tokens + num_new_tokens == req.num_tokens
+
+# %% ../nbs/04b_scheduler.ipynb #d10632cb
+@patch
+def _decode_window(self: Scheduler, out: SchedulerOutput) -> int:
+    "How many decode steps `out` runs in a row, 1 or a window whose slots (and lookahead slots) are allocated here."
+    if self.num_scheduler_steps == 1 or out.preempted or not out.requests: return 1
+    if any(n != 1 or not samples(r, n) for r, n in zip(out.requests, out.num_new_tokens)): return 1   # decodes only
+    for r in out.requests:
+        p = r.sampling_params
+        if p.stop or p.logprobs is not None or len(r.output_token_ids) < p.min_tokens: return 1
+    k = min(self.num_scheduler_steps, min(self.max_model_len - r.num_tokens + 1 for r in out.requests))
+    if k < 2: return 1
+    ahead = self.num_lookahead_slots if all(r.room(self.max_model_len) > k for r in out.requests) else 0
+    for slots in dict.fromkeys((k + ahead, k)):                  # with the lookahead if it fits, else without
+        if all(self.kv.allocate_slots(r, slots) is not None for r in out.requests): return k
+    return 1

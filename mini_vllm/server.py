@@ -124,7 +124,8 @@ def describe(e: ValidationError) -> tuple[str, str | None]:
     err = e.errors()[0]
     tags = ("str", "int", "float", "bool", "none")
     is_tag = lambda x: isinstance(x, str) and ("[" in x or x.startswith("function") or x in tags)
-    loc = [str(x) for x in err["loc"] if not is_tag(x)]      # drop union members' tags: ('prompt', 'list[int]', 1) -> prompt.1
+    # drop union members' tags: ('prompt', 'list[int]', 1) -> prompt.1
+    loc = [str(x) for x in err["loc"] if not is_tag(x)]
     field = ".".join(loc) or None
     if err["type"] == "json_invalid": return f"the body is not valid JSON: {err['msg']}", None
     if not loc: return "the body must be a JSON object", None
@@ -207,7 +208,8 @@ def completion_logprobs(tok, ids: list[int], lps: list[dict], offset: int) -> di
 def chat_logprobs(tok, ids: list[int], lps: list[dict], top: int) -> dict:
     "OpenAI's chat `logprobs` object for some tokens, with `top` alternatives each."
     entry = lambda t, v: {"token": (s := token_str(tok, t)), "logprob": v, "bytes": list(s.encode())}
-    return {"content": [{**entry(t, lp[t]), "top_logprobs": [entry(k, v) for k, v in sorted(lp.items(), key=lambda kv: -kv[1])[:top]]}
+    return {"content": [{**entry(t, lp[t]),
+                         "top_logprobs": [entry(k, v) for k, v in sorted(lp.items(), key=lambda kv: -kv[1])[:top]]}
                         for t, lp in zip(ids, lps)]}
 
 # %% ../nbs/06b_server.ipynb #80664c80
@@ -296,7 +298,9 @@ async def until_disconnected(request: Request, coro):
         await asyncio.wait({work, watcher}, return_when=asyncio.FIRST_COMPLETED)
         if not work.done(): raise ClientDisconnected()
         return work.result()
-    finally: work.cancel(); watcher.cancel()
+    finally:
+        work.cancel()
+        watcher.cancel()
 
 @patch
 def _step_error(self: OpenAIServing, e: Exception) -> OpenAIError:
@@ -348,7 +352,8 @@ async def completions(self: OpenAIServing, request: Request):
     r = await read_json(request, CompletionRequest, self.max_body_bytes)
     self.check_model(r.model)
     prompts = prompt_list(r.prompt)
-    if r.echo and r.logprobs is not None: raise OpenAIError(400, "echo with logprobs is not supported (no prompt logprobs)", param="echo")
+    if r.echo and r.logprobs is not None:
+        raise OpenAIError(400, "echo with logprobs is not supported (no prompt logprobs)", param="echo")
     params = sampling_params(r, 16 if r.max_tokens is None else r.max_tokens, r.logprobs, self.max_n)
     rid, created = f"cmpl-{uuid.uuid4().hex}", int(time.time())
     streams = await self._add(prompts, params, rid, bool(r.stream))
@@ -358,7 +363,8 @@ async def completions(self: OpenAIServing, request: Request):
     if r.stream: return self._sse(self._completion_events(streams, states, head, params, r.stream_options))
     try: finals = await self._finals(request, streams)
     finally: self._abort_unfinished(streams)
-    choices = [self._completion_choice(i * params.n + c.index, states[i][c.index], c, params) for i, o in enumerate(finals) for c in o.outputs]
+    choices = [self._completion_choice(i * params.n + c.index, states[i][c.index], c, params)
+               for i, o in enumerate(finals) for c in o.outputs]
     return {**head, "choices": choices, "usage": usage(finals)}
 
 # %% ../nbs/06b_server.ipynb #722b64d1
@@ -382,7 +388,8 @@ async def _completion_events(self: OpenAIServing, streams, states, head, params,
     try:
         async for i, out in iterate(streams):
             finals[i] = out
-            choices = [self._completion_choice(i * params.n + c.index, states[i][c.index], c, params) for c in out.outputs]
+            choices = [self._completion_choice(i * params.n + c.index, states[i][c.index], c, params)
+                       for c in out.outputs]
             if choices := [c for c in choices if c is not None]: yield json.dumps({**head, "choices": choices, **extra})
         if with_usage: yield json.dumps({**head, "choices": [], "usage": usage(finals)})
     except EngineStepError as e: yield json.dumps(self._step_error(e).body())
@@ -394,12 +401,15 @@ async def _completion_events(self: OpenAIServing, streams, states, head, params,
 def _chat_prompt(self: OpenAIServing, r: ChatCompletionRequest):
     "The prompt of a chat request: a function of the tokenizer, run in the engine loop."
     if self.tok is None or not getattr(self.tok, "chat_template", None):
-        raise OpenAIError(400, f"the model {self.model_name} has no chat template: use /v1/completions", param="messages")
+        raise OpenAIError(400, f"the model {self.model_name} has no chat template: use /v1/completions",
+                          param="messages")
     if not r.messages: raise OpenAIError(400, "messages must not be empty", param="messages")
-    msgs = [{"role": m.role, "content": m.content if isinstance(m.content, str) else "".join(p.text for p in m.content or [])}
+    msgs = [{"role": m.role,
+             "content": m.content if isinstance(m.content, str) else "".join(p.text for p in m.content or [])}
             for m in r.messages]
     try: text = self.tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
-    except Exception as e: raise OpenAIError(400, f"messages do not fit the chat template: {e}", param="messages") from None
+    except Exception as e:
+        raise OpenAIError(400, f"messages do not fit the chat template: {e}", param="messages") from None
     return lambda tok: tok(text, add_special_tokens=False)["input_ids"]
 
 # %% ../nbs/06b_server.ipynb #be2d337e
@@ -408,7 +418,8 @@ async def chat(self: OpenAIServing, request: Request):
     "POST /v1/chat/completions"
     r = await read_json(request, ChatCompletionRequest, self.max_body_bytes)
     self.check_model(r.model)
-    if r.top_logprobs is not None and not r.logprobs: raise OpenAIError(400, "top_logprobs needs logprobs=true", param="top_logprobs")
+    if r.top_logprobs is not None and not r.logprobs:
+        raise OpenAIError(400, "top_logprobs needs logprobs=true", param="top_logprobs")
     max_tokens = r.max_completion_tokens if r.max_completion_tokens is not None else r.max_tokens
     params = sampling_params(r, self.engine.max_model_len if max_tokens is None else max_tokens,
                              (r.top_logprobs or 0) if r.logprobs else None, self.max_n)
@@ -419,9 +430,11 @@ async def chat(self: OpenAIServing, request: Request):
     try: [final] = await self._finals(request, [s])
     finally: self._abort_unfinished([s])
     choices = [{"index": c.index, "message": {"role": "assistant", "content": c.text}, "finish_reason": c.finish_reason,
-                "logprobs": chat_logprobs(self.tok, c.token_ids, c.logprobs, params.logprobs) if params.logprobs is not None else None}
+                "logprobs": (chat_logprobs(self.tok, c.token_ids, c.logprobs, params.logprobs)
+                             if params.logprobs is not None else None)}
                for c in final.outputs]
-    return {"id": rid, "object": "chat.completion", "created": created, "model": self.model_name, "choices": choices, "usage": usage([final])}
+    return {"id": rid, "object": "chat.completion", "created": created, "model": self.model_name, "choices": choices,
+            "usage": usage([final])}
 
 # %% ../nbs/06b_server.ipynb #1741aef8
 @patch
@@ -432,14 +445,16 @@ async def _chat_events(self: OpenAIServing, s, states, created, rid, params, str
     extra, final = {"usage": None} if with_usage else {}, None
     chunk = lambda choices: json.dumps({**head, "choices": choices, **extra})
     try:
-        yield chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None} for i in range(params.n)])
+        yield chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                      "finish_reason": None} for i in range(params.n)])
         async for _, final in iterate([s]):
             choices = []
             for c in final.outputs:
                 if (d := states[c.index].delta(c)) is None: continue
                 text, ids, lps, finish = d
                 lp = chat_logprobs(self.tok, ids, lps, params.logprobs) if params.logprobs is not None else None
-                choices.append({"index": c.index, "delta": {"content": text} if text else {}, "logprobs": lp, "finish_reason": finish})
+                choices.append({"index": c.index, "delta": {"content": text} if text else {}, "logprobs": lp,
+                                "finish_reason": finish})
             if choices: yield chunk(choices)
         if with_usage: yield json.dumps({**head, "choices": [], "usage": usage([final])})
     except EngineStepError as e: yield json.dumps(self._step_error(e).body())
@@ -450,7 +465,8 @@ async def _chat_events(self: OpenAIServing, s, states, created, rid, params, str
 @patch
 async def models(self: OpenAIServing, request: Request):
     "GET /v1/models"
-    return {"object": "list", "data": [{"id": self.model_name, "object": "model", "created": self.created, "owned_by": "mini_vllm"}]}
+    return {"object": "list", "data": [{"id": self.model_name, "object": "model", "created": self.created,
+                                        "owned_by": "mini_vllm"}]}
 
 @patch
 async def health(self: OpenAIServing, request: Request):

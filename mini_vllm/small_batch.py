@@ -6,19 +6,18 @@ Docs: https://mini-vllm.github.io/mini_vllm/small_batch.html.md"""
 
 # %% auto #0
 __all__ = ['GEMV_MAX_M', 'GEMV_TILING', 'QUANT_TILING', 'gemv', 'qkv_rope_write', 'linear_weights', 'SmallBatchLlamaModel',
-           'SmallBatchLlamaForCausalLM', 'use_small_batch_kernels']
+           'SmallBatchLlamaForCausalLM']
 
 # %% ../nbs/04i_small_batch.ipynb #b6bea0cc
 import torch
 import torch.nn as nn
 
-from .model import LlamaForCausalLM
-from .triton_kernels import TritonLlamaModel, _pdl, tl, triton
+from .triton_kernels import TritonLlamaForCausalLM, TritonLlamaModel, _pdl, tl, triton
 
 # %% ../nbs/04i_small_batch.ipynb #375f2f1f
 @triton.jit
 def _pairs(first, BLOCK: tl.constexpr, OFFSET):
-    "Rows first .. first + BLOCK - 1, each with the row OFFSET further beside it: (2 BLOCK,) rows, and each pair's index."
+    "Rows first .. first + BLOCK - 1, each with the row OFFSET further beside it: (2 BLOCK,) rows, each pair's index."
     r = tl.arange(0, 2 * BLOCK)
     return first + r // 2 + (r % 2) * OFFSET, first + r // 2
 
@@ -91,7 +90,7 @@ def _int4_weights(w, s_ptr, z_ptr, n, nm, k0, K, GROUP: tl.constexpr, HAS_ZERO: 
 # %% ../nbs/04i_small_batch.ipynb #928a7b0d
 @triton.jit
 def _x_chunk(x_ptr, nw_ptr, ss, m, mm, k, km, stride_x, NORM: tl.constexpr, EVEN_K: tl.constexpr):
-    "Input rows m at columns k in fp32; with NORM, their squares are added to ss and they are scaled by the norm weight."
+    "Input rows m at columns k in fp32; with NORM, their squares add to ss and they are scaled by the norm weight."
     x = tl.load(x_ptr + m[:, None] * stride_x + k[None, :], mask=mm[:, None] if EVEN_K else mm[:, None] & km[None, :],
                 other=0.0).to(tl.float32)
     if NORM:
@@ -158,7 +157,8 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, s_ptr, z_ptr, res_ptr, out_ptr, M,
     nm, m = n < N, tl.arange(0, M_PAD)
     mm = m < M
     KW = _row_len(K, WBITS)
-    if SILU_OUT:                                                      # weight rows n (gate) and N + n (up), side by side
+    # weight rows n (gate) and N + n (up), side by side
+    if SILU_OUT:
         rows, idx = _pairs(tl.program_id(0) * BLOCK_N, BLOCK_N, N)
         rm = idx < N
         w0 = _start(rows, rm, w_ptr, KW, PDL, EVEN_K, BLOCK_K)
@@ -172,7 +172,8 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, s_ptr, z_ptr, res_ptr, out_ptr, M,
     if NORM: acc = acc * tl.rsqrt(ss / K + eps)[:, None]
     y = acc.to(x_ptr.dtype.element_ty)                              # rounded as a matmul's output would be
     if HAS_BIAS: y = y + tl.load(b_ptr + rows, mask=rm, other=0.0)[None, :]
-    if SILU_OUT:                                                      # as silu_and_mul rounds: silu in fp32, round, times up
+    # as silu_and_mul rounds: silu in fp32, round, times up
+    if SILU_OUT:
         g, u = tl.split(tl.reshape(y, [M_PAD, BLOCK_N, 2]))
         g = g.to(tl.float32)
         y = (g / (1.0 + tl.exp(-g))).to(u.dtype) * u
@@ -184,7 +185,8 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, s_ptr, z_ptr, res_ptr, out_ptr, M,
 
 # %% ../nbs/04i_small_batch.ipynb #74aa9c9f
 GEMV_MAX_M = 2            # the model's small path: up to this many tokens (beyond, cuBLAS wins; benchmarks/README.md)
-GEMV_TILING = {           # (rows rounded up to a power of 2, shape): the best of sweeps on an H200 (benchmarks/README.md)
+# (rows rounded up to a power of 2, shape): the best of sweeps on an H200 (benchmarks/README.md)
+GEMV_TILING = {
     (1, "narrow"): dict(block_n=4, block_k=2048, num_warps=4), (1, "wide"): dict(block_n=4, block_k=2048, num_warps=8),
     (1, "deep"): dict(block_n=4, block_k=2048, num_warps=8), (1, "swiglu"): dict(block_n=2, block_k=1024, num_warps=4),
     (1, "qkv"): dict(block_n=2, block_k=1024, num_warps=4),
@@ -259,12 +261,14 @@ def _qkv_rope_kernel(x_ptr, w_ptr, b_ptr, nw_ptr, s_ptr, z_ptr, qkv_ptr, cos_ptr
     pid = tl.program_id(0)
     head = pid // (HALF // BLOCK_H)                                 # a q, k or v head: 0..H + 2 * HKV - 1
     j0 = (pid % (HALF // BLOCK_H)) * BLOCK_H
-    j = j0 + tl.arange(0, BLOCK_H)                                    # rows j of the head's first half, j + D/2 of its second
+    # rows j of the head's first half, j + D/2 of its second
+    j = j0 + tl.arange(0, BLOCK_H)
     n, _ = _pairs(head * D + j0, BLOCK_H, HALF)
     m = tl.arange(0, M_PAD)
     mm = m < M
     w0 = _start(n, n >= 0, w_ptr, _row_len(K, WBITS), PDL, EVEN_K, BLOCK_K)
-    pos = tl.load(pos_ptr + m, mask=mm, other=0)                     # asked for before the product: it does not need them
+    # asked for before the product: it does not need them
+    pos = tl.load(pos_ptr + m, mask=mm, other=0)
     c = tl.load(cos_ptr + pos[:, None] * stride_cos + j[None, :])
     s = tl.load(sin_ptr + pos[:, None] * stride_cos + j[None, :])
     slot = tl.load(slot_ptr + m, mask=mm, other=0).to(tl.int64)
@@ -335,20 +339,10 @@ class SmallBatchLlamaModel(TritonLlamaModel):
         return self.norm(h)
 
 
-class SmallBatchLlamaForCausalLM(LlamaForCausalLM):
+class SmallBatchLlamaForCausalLM(TritonLlamaForCausalLM):
+    "04g's Triton Llama whose steps of at most GEMV_MAX_M tokens, and their logits, take the fused GEMV path."
+    model_cls = SmallBatchLlamaModel
     def compute_logits(self, hidden):
         if hidden.shape[0] > GEMV_MAX_M: return super().compute_logits(hidden)
         w, q = linear_weights(self.lm_head)
         return gemv(hidden.contiguous(), w, out_dtype=torch.float32, pdl=True, **q)
-
-
-def use_small_batch_kernels(model):
-    "Switch a Triton Llama (use_triton_kernels) to the small-batch path, unless its layers are sharded."
-    if type(model) is not LlamaForCausalLM or type(model.model) is not TritonLlamaModel: return model
-    layers = model.model.layers
-    linears = [m for l in layers for m in (l.self_attn.qkv_proj, l.self_attn.o_proj, l.mlp.gate_up_proj,
-                                           l.mlp.down_proj)]
-    plain = all(type(m) is nn.Linear or hasattr(m, "qweight") for m in [*linears, model.lm_head])   # or quantized (05)
-    if not plain or type(model.model.embed_tokens) is not nn.Embedding: return model
-    model.__class__, model.model.__class__ = SmallBatchLlamaForCausalLM, SmallBatchLlamaModel
-    return model

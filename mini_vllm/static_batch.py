@@ -31,7 +31,8 @@ class StaticBatchResult:
 
 # %% ../nbs/02_static_batching.ipynb #f9385620
 @torch.inference_mode()
-def static_generate(model, prompts: list[list[int]], params: SamplingParams | list[SamplingParams] = SamplingParams()) -> StaticBatchResult:
+def static_generate(model, prompts: list[list[int]],
+                    params: SamplingParams | list[SamplingParams] = SamplingParams()) -> StaticBatchResult:
     "Left-pad the prompts, prefill them together, decode the batch until its last member finishes."
     B, cfg, w = len(prompts), model.config, next(model.parameters())
     params = params if isinstance(params, list) else [params] * B
@@ -51,7 +52,9 @@ def static_generate(model, prompts: list[list[int]], params: SamplingParams | li
         tokens = sample(logits, st)                                                      # (B,)
         active.append(reasons.count(None))
         for b, t in enumerate(tokens.tolist()):
-            if reasons[b] is None: out[b].append(t); reasons[b] = finish_reason(params[b], out[b], cfg.eos_token_ids)
+            if reasons[b] is None:
+                out[b].append(t)
+                reasons[b] = finish_reason(params[b], out[b], cfg.eos_token_ids)
         if None not in reasons: break
         col = torch.full((B, 1), s, device=dev)                                           # every row writes slot s
         h = model(tokens[:, None], col - start[:, None], DenseAttention(cache, col, start, s + 1))

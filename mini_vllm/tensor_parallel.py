@@ -32,13 +32,15 @@ from .model import load_model
 from .llm import EngineDeadError
 from .model_runner import ModelRunner
 from .paged_attention import PagedKVCache, block_table_tensor
+from .triton_kernels import TritonLlamaForCausalLM
 
 # %% ../nbs/09_tensor_parallel.ipynb #d0982867
 def shard_config(cfg: ModelConfig, world: int) -> ModelConfig:
     "The architecture one of `world` tensor-parallel ranks holds."
     if cfg.arch != "llama": raise ValueError(f"tensor parallelism supports Llama-family models, not {cfg.arch!r}")
     if cfg.num_kv_heads % world:
-        raise ValueError(f"num_key_value_heads ({cfg.num_kv_heads}) must be divisible by tensor_parallel_size ({world})")
+        raise ValueError(f"num_key_value_heads ({cfg.num_kv_heads}) must be divisible by "
+                         f"tensor_parallel_size ({world})")
     for name, v in (("num_attention_heads", cfg.num_heads), ("intermediate_size", cfg.intermediate_size)):
         if v % world: raise ValueError(f"{name} ({v}) must be divisible by tensor_parallel_size ({world})")
     return replace(cfg, num_heads=cfg.num_heads // world, num_kv_heads=cfg.num_kv_heads // world,
@@ -76,14 +78,17 @@ def parallelize(m, cfg: ModelConfig, rank: int, world: int):
     emb = m.model.embed_tokens = VocabParallelEmbedding(per_rank, cfg.hidden_size)
     head = m.lm_head = ParallelLMHead(cfg.hidden_size, per_rank, bias=False)
     emb.start, head.vocab_size = rank * per_rank, cfg.vocab_size
-    for layer in m.model.layers: layer.self_attn.o_proj.__class__ = layer.mlp.down_proj.__class__ = RowParallelLinear
+    row = lambda lin: RowParallelLinear(lin.in_features, lin.out_features, bias=lin.bias is not None, device="meta")
+    for layer in m.model.layers:
+        layer.self_attn.o_proj, layer.mlp.down_proj = row(layer.self_attn.o_proj), row(layer.mlp.down_proj)
     m.tie_weights()
 
 def tp_shard(cfg: ModelConfig, rank: int, world: int):
     "A function cutting each checkpoint tensor to `rank`'s slice."
     per_rank = cdiv(cfg.vocab_size, world)
     def shard(name: str, t: torch.Tensor) -> torch.Tensor:
-        if any(f".{p}." in name for p in ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")): return t.chunk(world, 0)[rank]
+        if any(f".{p}." in name for p in ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")):
+            return t.chunk(world, 0)[rank]
         if ".o_proj." in name or ".down_proj." in name:
             if name.endswith("bias"): return t if rank == 0 else torch.zeros_like(t)
             return t.chunk(world, 1)[rank]
@@ -92,11 +97,13 @@ def tp_shard(cfg: ModelConfig, rank: int, world: int):
         return t                                                                # norms: every rank has them whole
     return shard
 
-def load_shard(model, rank: int, world: int, dtype="auto", device="auto", load_format="auto"):
-    "Rank `rank`'s share of `model`, loaded."
+def load_shard(model, rank: int, world: int, dtype="auto", device="auto", load_format="auto",
+               attention_backend="torch"):
+    "Rank `rank`'s share of `model`, loaded; with the Triton backend, of chapter 04g's Llama classes."
     path = resolve_model_path(model)
     full = load_config(path)
-    return load_model(path, dtype, device, load_format, config=shard_config(full, world),
+    classes = {"llama": TritonLlamaForCausalLM} if attention_backend == "triton" else None
+    return load_model(path, dtype, device, load_format, config=shard_config(full, world), model_classes=classes,
                       prepare=lambda m: parallelize(m, full, rank, world), shard=tp_shard(full, rank, world))
 
 # %% ../nbs/09_tensor_parallel.ipynb #0ed783e6
@@ -113,7 +120,7 @@ def _pg_timeout(backend: str, timeout: timedelta) -> timedelta:
     "Gloo's collectives raise at the timeout; NCCL's are ended by rank 0's watcher, whom NCCL's watchdog must not race."
     return timeout if backend == "gloo" else timeout + timedelta(seconds=60)
 
-def _worker(rank, world, port, backend, timeout_s, model, dtype, load_format, conn, status):
+def _worker(rank, world, port, backend, timeout_s, model, dtype, load_format, attention_backend, conn, status):
     "Rank `rank`: bind a device, join the group, load a share, follow rank 0 until it says stop; the exit code."
     try:
         if backend == "nccl": torch.cuda.set_device(rank)            # its own GPU, before NCCL sees a tensor
@@ -124,7 +131,7 @@ def _worker(rank, world, port, backend, timeout_s, model, dtype, load_format, co
         dist.init_process_group(backend, store=store, rank=rank, world_size=world,
                                 timeout=_pg_timeout(backend, timeout))
         device = torch.device(f"cuda:{rank}" if backend == "nccl" else "cpu")
-        m = load_shard(model, rank, world, dtype, device, load_format)
+        m = load_shard(model, rank, world, dtype, device, load_format, attention_backend)
         status.send(("ready", rank, None))
         _follow(m, device, conn)
         return 0
@@ -139,9 +146,6 @@ def _follow(m, device, conn):
     "Build the runner rank 0 built, then run each step rank 0 sends."
     recv = lambda: pickle.loads(conn.recv_bytes())                     # plain pickle: tensors copied, not shared
     num_blocks, block_size, backend, graphs, max_num_seqs, max_model_len = recv()
-    if backend == "triton":
-        from mini_vllm.triton_kernels import use_triton_kernels
-        use_triton_kernels(m)
     cache = PagedKVCache.allocate(m.config, num_blocks, block_size, next(m.parameters()).dtype, device)
     kv = SimpleNamespace(block_size=block_size)                        # all a runner reads of the block manager
     if graphs: runner = CUDAGraphRunner(m, cache, kv, max_num_seqs, max_model_len)
@@ -168,7 +172,8 @@ def _to(meta, device):
 # %% ../nbs/09_tensor_parallel.ipynb #b5340cf5
 class TensorParallelGroup:
     "Rank 0 of a tensor-parallel group: starts ranks 1..N-1, sends them each step, watches that they live."
-    def __init__(self, world: int, model, dtype="auto", device="auto", load_format="auto", timeout_s: float = 60.0):
+    def __init__(self, world: int, model, dtype="auto", device="auto", load_format="auto", timeout_s: float = 60.0,
+                 attention_backend: str = "torch"):
         model = resolve_model_path(model)
         shard_config(load_config(model), world)                        # fail before starting anything
         cuda = (device == "auto" and torch.cuda.is_available()) or str(device).startswith("cuda")
@@ -186,13 +191,13 @@ class TensorParallelGroup:
             os.environ.setdefault("NCCL_NVLS_ENABLE", "0")            # no NVLink multicast
             os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "0")   # errors end the engine, not the process
             torch.cuda.set_device(0)
-        try: self._start(model, dtype, load_format, "cuda:0" if cuda else "cpu")
+        try: self._start(model, dtype, load_format, "cuda:0" if cuda else "cpu", attention_backend)
         except BaseException:
             self._close(graceful=False)
             raise
         if cuda: threading.Thread(target=self._watch, daemon=True, name="tp-watch").start()
 
-    def _start(self, model, dtype, load_format, device):
+    def _start(self, model, dtype, load_format, device, attention_backend):
         timeout = timedelta(seconds=self.timeout_s)
         self.store = dist.TCPStore("127.0.0.1", 0, self.world, is_master=True, wait_for_workers=False, timeout=timeout)
         root = str(Path(__file__).resolve().parents[1])               # where this package is imported from
@@ -200,19 +205,22 @@ class TensorParallelGroup:
             cmd_r, cmd_w = os.pipe()
             status_r, status_w = os.pipe()
             args = dict(rank=r, world=self.world, port=self.store.port, backend=self.backend, timeout_s=self.timeout_s,
-                        model=str(model), dtype=str(dtype).removeprefix("torch."), load_format=load_format, cmd_fd=cmd_r, status_fd=status_w)
+                        model=str(model), dtype=str(dtype).removeprefix("torch."), load_format=load_format,
+                        attention_backend=attention_backend, cmd_fd=cmd_r, status_fd=status_w)
             env = {**os.environ, "MINI_VLLM_TP_WORKER": json.dumps(args),
                    "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
             try: self.procs.append(subprocess.Popen([sys.executable, "-c", WORKER_CODE], env=env,
                                                     pass_fds=(cmd_r, status_w)))
-            finally: os.close(cmd_r); os.close(status_w)               # the worker holds these ends
+            finally:  # the worker holds these ends
+                os.close(cmd_r)
+                os.close(status_w)
             self.conns.append(Connection(cmd_w, readable=False))
             self.statuses.append(Connection(status_r, writable=False))
         self._expect("up")
         if self.backend == "gloo": torch.set_num_threads(1)            # ranks share the CPU's cores
         dist.init_process_group(self.backend, store=self.store, rank=0, world_size=self.world,
                                 timeout=_pg_timeout(self.backend, timeout))
-        self.model = load_shard(model, 0, self.world, dtype, device, load_format)
+        self.model = load_shard(model, 0, self.world, dtype, device, load_format, attention_backend)
         self._expect("ready")
 
 # %% ../nbs/09_tensor_parallel.ipynb #d1ff9a4a
@@ -323,7 +331,9 @@ def _close(self: TensorParallelGroup, graceful: bool):
         for p in self.procs:                           # the workers end first (graceful: they were told to)
             if not graceful: p.kill()                  # a no-op for a process that has ended
             try: p.wait(timeout=10)
-            except subprocess.TimeoutExpired: p.kill(); p.wait()
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
         if dist.is_initialized():                      # then rank 0 leaves, without waiting for anyone
             if self.backend == "nccl": self._leave_nccl()
             else: dist.destroy_process_group()
@@ -336,7 +346,8 @@ def _leave_nccl(self: TensorParallelGroup):
     "Abort rank 0's NCCL communicators (kernels waiting for a dead rank return), once no CUDA graph holds them."
     getattr(self.runner, "graphs", {}).clear()       # NCCL frees a communicator only when its graphs are gone
     t = threading.Thread(target=_abort_process_group, daemon=True)
-    t.start(); t.join(30)
+    t.start()
+    t.join(30)
     if t.is_alive(): warnings.warn("tensor parallelism: NCCL did not let go of its communicators within 30 s")
 
 @patch
@@ -384,11 +395,13 @@ class _Leader:
         "Wait, polling, until at most `queued` steps are queued on the GPU: a host blocked in CUDA misses the end."
         if self.device.type != "cuda": return
         q = self.__dict__.setdefault("queued", deque())
-        q.append(torch.cuda.Event()); q[-1].record()
+        q.append(torch.cuda.Event())
+        q[-1].record()
         while len(q) > queued:
             while not q[0].query():
                 if self.group.closed.is_set():                            # the watcher ended the group
-                    self.group.check(); raise EngineDeadError("the tensor-parallel group has ended")
+                    self.group.check()
+                    raise EngineDeadError("the tensor-parallel group has ended")
                 time.sleep(5e-5)
             q.popleft()
 
