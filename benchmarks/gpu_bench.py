@@ -312,8 +312,8 @@ def sec_correct(args):
     ref.save_pretrained(tmp / "tinyllama_w")
     prompts = [torch.randint(3, 32000, (int(n),), generator=g).tolist() for n in torch.randint(10, 300, (8,), generator=g)]
     theirs = [hf_greedy(ref, p, 64) for p in prompts]
-    pdl_default = tk.PDL
-    runs = [("", pdl_default)] + ([("_no_pdl", False)] if DTYPE == torch.float16 and pdl_default else [])
+    pdl_default, pdl_here = tk.PDL, bool(tk.PDL and tk.pdl_supported())
+    runs = [("", pdl_here)] + ([("_no_pdl", False)] if DTYPE == torch.float16 and pdl_here else [])
     try:
         for suffix, pdl in runs:                                    # fp16 also as a GPU without PDL runs it (sm_75)
             tk.PDL = pdl                                            # read at capture: the graphs record one path

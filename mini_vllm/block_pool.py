@@ -38,7 +38,7 @@ class BlockPool:
     def num_free(self) -> int: return len(self.free_queue)
 
     def get_new_blocks(self, n: int) -> list[KVCacheBlock]:
-        "Take n blocks from the front of the free queue (evicting their cached contents); n <= num_free is checked."
+        "Take n blocks from the free queue's front (evicting their cached contents); the caller checked n <= num_free."
         out = []
         for _ in range(n):
             _, b = self.free_queue.popitem(last=False)
@@ -143,7 +143,7 @@ def allocate_slots(self: KVCacheManager, request, num_new_tokens: int, computed_
     total = request.num_computed_tokens + len(computed_blocks) * bs + num_new_tokens
     need = max(cdiv(total, bs) - len(blocks) - len(computed_blocks), 0)
     new = []
-    # else: a decode step with room left in its last block
+    # (a decode step with room left in its last block skips this)
     if need or computed_blocks or not blocks:
         reusable_free = sum(b.ref_cnt == 0 for b in computed_blocks)      # hits sitting in the free queue
         if need > self.pool.num_free - reusable_free: return None
