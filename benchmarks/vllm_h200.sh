@@ -119,6 +119,12 @@ serve_mini() {      # load_test.py starts `mini-vllm serve` itself (its own proc
     echo "[serve_mini] $((SECONDS - t0)) s"
 }
 
+serve_both() {      # serve_vllm, then serve_mini if it still fits in this call (it takes about 2 minutes)
+    serve_vllm
+    if [ $SECONDS -lt 330 ]; then serve_mini; else echo "[$1] $SECONDS s gone: run serve_mini in a call of its own"; fi
+    serve_summary
+}
+
 serve_summary() {   # both ramps side by side, and the logs and plots in one file
     python3 - "$WORK/serve" "$SUFFIX" <<'EOF'
 import json, sys
@@ -201,17 +207,12 @@ offline)
     cp "$WORK/offline/vllm_side_by_side_h200.json" "$OUT/" 2>/dev/null
     (cd "$WORK/offline" && tar czf "$OUT/offline_logs.tgz" _*) 2>/dev/null
     grep -E "tok/s|ms/token|done in|skipped|error|_over_" "$OUT/offline.log" | cut -c1-160 ;;
-serve)      # serve_mini only if it still fits in this call (it takes about 2 minutes)
-    { serve_vllm
-      if [ $SECONDS -lt 330 ]; then serve_mini; else echo "[serve] $SECONDS s gone: run serve_mini in a call of its own"; fi
-      serve_summary; } > "$OUT/serve.log" 2>&1; cat "$OUT/serve.log" ;;
+serve) serve_both serve > "$OUT/serve.log" 2>&1; cat "$OUT/serve.log" ;;
 serve_vllm) { serve_vllm; serve_summary; } > "$OUT/serve.log" 2>&1; cat "$OUT/serve.log" ;;
 serve_mini) { serve_mini; serve_summary; } > "$OUT/serve.log" 2>&1; cat "$OUT/serve.log" ;;
 rates)      # the same servers under Poisson arrivals (vLLM's benchmark_serving shape), 64 requests per rate
     LOAD=(--request-rate "${RATES:-4,16,64}" --requests-per-level 64) SUFFIX=_rates
-    { serve_vllm
-      if [ $SECONDS -lt 330 ]; then serve_mini; else echo "[rates] $SECONDS s gone: no time left for mini_vllm"; fi
-      serve_summary; } > "$OUT/rates.log" 2>&1; cat "$OUT/rates.log" ;;
+    serve_both rates > "$OUT/rates.log" 2>&1; cat "$OUT/rates.log" ;;
 *) echo "unknown stage $s (env receive install offline serve serve_vllm serve_mini rates)" ;;
 esac; done
 ls -la "$OUT"

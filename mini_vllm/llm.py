@@ -22,7 +22,7 @@ from .model import load_model, resolve_device
 from .model_runner import ModelRunner, StepResult
 from .paged_attention import PagedKVCache, get_attention_backend
 from .sampling import ParamError, SamplingParams, make_generator
-from .scheduler import Request, RequestStatus, Scheduler, SchedulerOutput, samples
+from .scheduler import Request, RequestStatus, Scheduler, SchedulerOutput
 
 log = logging.getLogger(__name__)
 
