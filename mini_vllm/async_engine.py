@@ -178,6 +178,8 @@ async def call(self: AsyncLLMEngine, fn):
 @patch
 async def _run(self: AsyncLLMEngine):
     "The engine loop: commands, then one step, until shut down."
+    loop = asyncio.get_running_loop()
+    emit = lambda outs: loop.call_soon_threadsafe(self._dispatch, outs)     # a window's steps, from the step thread
     try:
         while not self.stopping:
             self._run_commands()
@@ -186,7 +188,7 @@ async def _run(self: AsyncLLMEngine):
                 self.wakeup.clear()
                 if not self.commands and not self.stopping: await self.wakeup.wait()
                 continue
-            try: outs = await asyncio.get_running_loop().run_in_executor(self.executor, self.engine.step)
+            try: outs = await loop.run_in_executor(self.executor, self.engine.step, emit)
             except Exception as e:
                 self._fail_step(e)
                 continue

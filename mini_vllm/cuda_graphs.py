@@ -177,32 +177,26 @@ def _copy_tables(self: CUDAGraphRunner, reqs):
 
 # %% ../nbs/04h_cuda_graphs.ipynb #ed0f5c2e
 @patch
-def fetch_tokens(self: CUDAGraphRunner, steps, reqs, st) -> list[list[int]]:
+def fetch_tokens(self: CUDAGraphRunner, steps, reqs, st, on_step=None) -> list[list[int]]:
     "The round trip's tokens on the host; meanwhile, where it may, the GPU runs the next round trip's first step."
-    tokens = torch.stack(steps, 1)
-    if not self._may_run_ahead(reqs, len(steps), st): return tokens.tolist()
-    cuda = tokens.device.type == "cuda"
-    host = torch.empty(tokens.shape, dtype=tokens.dtype, pin_memory=cuda).copy_(tokens, non_blocking=True)
-    done = torch.cuda.Event() if cuda else None
-    if done: done.record()
-    self._copy_tables(reqs)                                              # its slot may be in a block just added
-    logits, _ = self.next_logits(steps[-1], None, None)                  # queued behind the copies
-    self.ahead = _Ahead(list(reqs), [r.num_computed_tokens + len(steps) for r in reqs],
-                        self.sample_tokens(logits, st), st)
-    if done: done.synchronize()                                          # the copy only, not the step after it
-    return host.tolist()
+    if self._may_run_ahead(reqs, len(steps), st):
+        self._copy_tables(reqs)                                          # its slot may be in a block just added
+        logits, _ = self.next_logits(steps.device[-1], None, None)       # queued behind the copies of the tokens
+        self.ahead = _Ahead(list(reqs), [r.num_computed_tokens + len(steps) for r in reqs],
+                            self.sample_tokens(logits, st), st)
+    return ModelRunner.fetch_tokens(self, steps, reqs, st, on_step)     # waits for the copies, not the step after
 
 # %% ../nbs/04h_cuda_graphs.ipynb #857567fa
 @patch
 @torch.inference_mode()
-def execute(self: CUDAGraphRunner, out, num_steps: int = 1) -> StepResult:
+def execute(self: CUDAGraphRunner, out, num_steps: int = 1, on_step=None) -> StepResult:
     "As ModelRunner's, but a round trip whose first step already ran ahead starts from it."
     ahead, self.ahead = self.ahead, None
     if ahead is None or not ahead.fits(out):
         self.ahead_dropped += ahead is not None
-        return ModelRunner.execute(self, out, num_steps)
+        return ModelRunner.execute(self, out, num_steps, on_step)
     self.ahead_used += 1
     reqs = out.requests
     self._copy_tables(reqs)
     steps = self.decode_steps(ahead.tokens, None, None, ahead.st, num_steps)
-    return StepResult(dict(zip((r.request_id for r in reqs), self.fetch_tokens(steps, reqs, ahead.st))), {})
+    return StepResult(dict(zip((r.request_id for r in reqs), self.fetch_tokens(steps, reqs, ahead.st, on_step))), {})

@@ -306,11 +306,20 @@ def num_scheduler_steps(self: LLMEngine) -> int:
 
 # %% ../nbs/04e_llm.ipynb #fdc597b5
 @patch
-def step(self: LLMEngine) -> list[RequestOutput]:
-    "Run one engine step; return the outputs of finished prompts, and of every streamed prompt that progressed."
+def step(self: LLMEngine, emit=None) -> list[RequestOutput]:
+    """Run one engine step; return the outputs of finished prompts, and of every streamed prompt that progressed.
+    With `emit`, a window of decode steps hands the outputs of each of its steps but the last to `emit(outputs)` as
+    that step's tokens reach the host, while the GPU runs the steps after it."""
     out = self.scheduler.schedule()
     if not len(out): return []
+    if emit is not None and out.num_steps > 1 and (outputs := self._stream_window(out, emit)) is not None:
+        return outputs
     out, result, failed = self._execute(out)
+    return failed + self._record(out, result)
+
+@patch
+def _record(self: LLMEngine, out: SchedulerOutput, result: StepResult) -> list[RequestOutput]:
+    "Record a step's tokens: detokenize, cut at stop strings; the outputs of finished and of streamed prompts."
     progressed = {}
     for req in self.scheduler.update(out, result.tokens):
         parent, i = self.children[req.request_id]
@@ -321,7 +330,8 @@ def step(self: LLMEngine) -> list[RequestOutput]:
             if stops and delta: self._check_stop_strings(req, detok, delta)
         progressed[parent.request_id] = parent
     done = [p for p in progressed.values() if p.stream or all(r.status.is_finished for r in p.children)]
-    return failed + [self._output(p) for p in done]
+    return [self._output(p) for p in done]
+
 
 # %% ../nbs/04e_llm.ipynb #f1a2b3c4
 class EngineDeadError(RuntimeError):
@@ -389,6 +399,24 @@ def _keep_survivors(self: LLMEngine, done: list, bad_blocks: set, num_steps: int
         tokens |= res.tokens
         logprobs |= res.logprobs
     return keep, StepResult(tokens, logprobs)
+
+# %% ../nbs/04e_llm.ipynb #a9382763
+@patch
+def _stream_window(self: LLMEngine, out: SchedulerOutput, emit) -> list[RequestOutput] | None:
+    """Run a decode window, recording it one step at a time (a request that ends at step i gets no more tokens) and
+    emitting every step's outputs but the last, which it returns. None if it raised before recording anything."""
+    last = None
+    def on_step(i: int, tokens: list[int]):
+        nonlocal last
+        if last: emit(last)
+        alive = {r.request_id: [t] for r, t in zip(out.requests, tokens) if not r.status.is_finished}
+        last = self._record(replace(out, num_steps=1), StepResult(alive, {}))
+    try: self.runner.execute(out, out.num_steps, on_step)
+    except EngineDeadError: raise
+    except Exception:
+        if last is None: return None                 # nothing recorded: step() finds the request at fault
+        raise                                        # half recorded: the caller fails the running requests
+    return last
 
 # %% ../nbs/04e_llm.ipynb #6857204d
 @patch

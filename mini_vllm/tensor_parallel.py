@@ -387,9 +387,9 @@ class _Leader:
         self._pace(QUEUED_STEPS)
         return out
 
-    def fetch_tokens(self, steps, reqs, st):
+    def fetch_tokens(self, steps, reqs, st, on_step=None):
         self._pace(0)                                                     # the GPU has the tokens: the copy won't wait
-        return super().fetch_tokens(steps, reqs, st)
+        return super().fetch_tokens(steps, reqs, st, on_step)
 
     def _pace(self, queued: int):
         "Wait, polling, until at most `queued` steps are queued on the GPU: a host blocked in CUDA misses the end."
@@ -409,8 +409,8 @@ class _Leader:
         self.group.send(("tables", block_table_tensor([self.kv.block_table(r.request_id) for r in reqs])))
         super()._copy_tables(reqs)
 
-    def execute(self, out, num_steps: int = 1):
-        return self.group.run(super().execute, out, num_steps)
+    def execute(self, out, num_steps: int = 1, on_step=None):
+        return self.group.run(super().execute, out, num_steps, on_step)
 
 class TPModelRunner(_Leader, ModelRunner): "Chapter 04d's runner on rank 0 of a tensor-parallel group."
 class TPGraphRunner(_Leader, CUDAGraphRunner): "Chapter 04h's CUDA-graph runner on rank 0 of a tensor-parallel group."
