@@ -9,7 +9,7 @@ __all__ = ['log', 'LATENCY_BUCKETS', 'EngineStepError', 'EngineOverloaded', 'Req
            'AsyncLLMEngine']
 
 # %% ../nbs/06a_async_engine.ipynb #12fc2c64
-import asyncio, collections, itertools, logging, time
+import asyncio, collections, itertools, logging, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -178,8 +178,11 @@ async def call(self: AsyncLLMEngine, fn):
 @patch
 async def _run(self: AsyncLLMEngine):
     "The engine loop: commands, then one step, until shut down."
-    loop = asyncio.get_running_loop()
-    emit = lambda outs: loop.call_soon_threadsafe(self._dispatch, outs)     # a window's steps, from the step thread
+    loop, caught_up = asyncio.get_running_loop(), threading.Event()
+    caught_up.set()
+    def emit(outs):                                           # a window's steps, from the step thread
+        caught_up.clear()
+        loop.call_soon_threadsafe(self._dispatch, outs, caught_up.set)
     try:
         while not self.stopping:
             self._run_commands()
@@ -188,7 +191,7 @@ async def _run(self: AsyncLLMEngine):
                 self.wakeup.clear()
                 if not self.commands and not self.stopping: await self.wakeup.wait()
                 continue
-            try: outs = await loop.run_in_executor(self.executor, self.engine.step, emit)
+            try: outs = await loop.run_in_executor(self.executor, self.engine.step, emit, caught_up.is_set)
             except Exception as e:
                 self._fail_step(e)
                 continue
@@ -202,14 +205,15 @@ async def _run(self: AsyncLLMEngine):
         self.held.clear()                                     # their streams have just been failed
 
 @patch
-def _dispatch(self: AsyncLLMEngine, outs: list[RequestOutput]):
-    "Give each output to its stream; record the metrics."
+def _dispatch(self: AsyncLLMEngine, outs: list[RequestOutput], then=None):
+    "Give each output to its stream; record the metrics. `then()` runs once the consumers it woke have run."
     now = time.monotonic()
     for o in outs:
         if (s := self.streams.get(o.request_id)) is None: continue
         self.metrics.observe(s, o, now)
         s.put(o if o.error is None else EngineStepError(o.error))      # failed by the engine: the consumer gets why
         if o.finished: del self.streams[o.request_id]
+    if then is not None: asyncio.get_running_loop().call_soon(then)   # queued behind the consumers' wake-ups
 
 # %% ../nbs/06a_async_engine.ipynb #46b42a91
 @patch

@@ -306,30 +306,40 @@ def num_scheduler_steps(self: LLMEngine) -> int:
 
 # %% ../nbs/04e_llm.ipynb #fdc597b5
 @patch
-def step(self: LLMEngine, emit=None) -> list[RequestOutput]:
+def step(self: LLMEngine, emit=None, ready=None) -> list[RequestOutput]:
     """Run one engine step; return the outputs of finished prompts, and of every streamed prompt that progressed.
-    With `emit`, a window of decode steps hands the outputs of each of its steps but the last to `emit(outputs)` as
-    that step's tokens reach the host, while the GPU runs the steps after it."""
+    With `emit`, a window of decode steps hands its outputs to `emit(outputs)` step by step, as each step's tokens
+    reach the host, while the GPU runs the steps after it; whenever `ready()` says the caller has not caught up yet,
+    they wait for a later step (and then carry several tokens)."""
     out = self.scheduler.schedule()
     if not len(out): return []
-    if emit is not None and out.num_steps > 1 and (outputs := self._stream_window(out, emit)) is not None:
+    if emit is not None and out.num_steps > 1 and (outputs := self._stream_window(out, emit, ready)) is not None:
         return outputs
     out, result, failed = self._execute(out)
-    return failed + self._record(out, result)
+    return failed + self._outputs(self._record(out, result))
 
 @patch
-def _record(self: LLMEngine, out: SchedulerOutput, result: StepResult) -> list[RequestOutput]:
-    "Record a step's tokens: detokenize, cut at stop strings; the outputs of finished and of streamed prompts."
+def _record(self: LLMEngine, out: SchedulerOutput, result: StepResult) -> dict[str, _Parent]:
+    "Record a step's tokens and log-probabilities, ending a request at a stop string; the prompts that got tokens."
     progressed = {}
     for req in self.scheduler.update(out, result.tokens):
         parent, i = self.children[req.request_id]
         if parent.logprobs[i] is not None: parent.logprobs[i].append(result.logprobs[req.request_id])
         detok, stops = parent.detoks[i], req.sampling_params.stop
-        if detok is not None and (parent.stream or stops or req.status.is_finished):
+        if detok is not None and stops:                     # the text is needed now: a stop string may end it
             delta = detok.update(req.output_token_ids[detok.num_tokens:], final=req.status.is_finished)
-            if stops and delta: self._check_stop_strings(req, detok, delta)
+            if delta: self._check_stop_strings(req, detok, delta)
         progressed[parent.request_id] = parent
+    return progressed
+
+@patch
+def _outputs(self: LLMEngine, progressed: dict[str, _Parent]) -> list[RequestOutput]:
+    "The outputs the caller sees of the prompts that progressed: finished ones, and streamed ones (with their text)."
     done = [p for p in progressed.values() if p.stream or all(r.status.is_finished for r in p.children)]
+    for p in done:
+        for r, d in zip(p.children, p.detoks):
+            if d is not None and d.num_tokens < len(r.output_token_ids):
+                d.update(r.output_token_ids[d.num_tokens:], final=r.status.is_finished)
     return [self._output(p) for p in done]
 
 
@@ -402,21 +412,26 @@ def _keep_survivors(self: LLMEngine, done: list, bad_blocks: set, num_steps: int
 
 # %% ../nbs/04e_llm.ipynb #a9382763
 @patch
-def _stream_window(self: LLMEngine, out: SchedulerOutput, emit) -> list[RequestOutput] | None:
+def _stream_window(self: LLMEngine, out: SchedulerOutput, emit, ready=None) -> list[RequestOutput] | None:
     """Run a decode window, recording it one step at a time (a request that ends at step i gets no more tokens) and
-    emitting every step's outputs but the last, which it returns. None if it raised before recording anything."""
-    last = None
+    emitting the outputs of its steps, when `ready()`; those of the last are returned. None if it raised before
+    recording anything."""
+    progressed, steps = {}, 0                        # prompts that moved since the last emit; steps recorded
     def on_step(i: int, tokens: list[int]):
-        nonlocal last
-        if last: emit(last)
+        nonlocal steps
         alive = {r.request_id: [t] for r, t in zip(out.requests, tokens) if not r.status.is_finished}
-        last = self._record(replace(out, num_steps=1), StepResult(alive, {}))
+        progressed.update(self._record(replace(out, num_steps=1), StepResult(alive, {})))
+        steps += 1
+        if i < out.num_steps - 1 and (ready is None or ready()) and (outputs := self._outputs(progressed)):
+            emit(outputs)
+            progressed.clear()
     try: self.runner.execute(out, out.num_steps, on_step)
     except EngineDeadError: raise
     except Exception:
-        if last is None: return None                 # nothing recorded: step() finds the request at fault
-        raise                                        # half recorded: the caller fails the running requests
-    return last
+        if not steps: return None                    # nothing recorded: step() finds the request at fault
+        emit(self._outputs(progressed))              # what was recorded is reported; the caller fails the rest
+        raise
+    return self._outputs(progressed)
 
 # %% ../nbs/04e_llm.ipynb #6857204d
 @patch
