@@ -180,6 +180,7 @@ def _copy_tables(self: CUDAGraphRunner, reqs):
 def fetch_tokens(self: CUDAGraphRunner, steps, reqs, st, on_step=None) -> list[list[int]]:
     "The round trip's tokens on the host; meanwhile, where it may, the GPU runs the next round trip's first step."
     if self._may_run_ahead(reqs, len(steps), st):
+        steps.copy_all()                                                 # the copy the host waits for comes first
         self._copy_tables(reqs)                                          # its slot may be in a block just added
         logits, _ = self.next_logits(steps.device[-1], None, None)       # queued behind the copies of the tokens
         self.ahead = _Ahead(list(reqs), [r.num_computed_tokens + len(steps) for r in reqs],
@@ -198,5 +199,5 @@ def execute(self: CUDAGraphRunner, out, num_steps: int = 1, on_step=None) -> Ste
     self.ahead_used += 1
     reqs = out.requests
     self._copy_tables(reqs)
-    steps = self.decode_steps(ahead.tokens, None, None, ahead.st, num_steps)
+    steps = self.decode_steps(ahead.tokens, None, None, ahead.st, num_steps, each_step=on_step is not None)
     return StepResult(dict(zip((r.request_id for r in reqs), self.fetch_tokens(steps, reqs, ahead.st, on_step))), {})

@@ -93,26 +93,34 @@ def sample_tokens(self: ModelRunner, logits: torch.Tensor, st: SamplingTensors) 
     return sample(logits, st)
 
 # %% ../nbs/04d_model_runner.ipynb #e855229c
+def _to_host(t: torch.Tensor) -> tuple:
+    "Queue t's copy to pinned host memory and an event after it: (copy, event); on a CPU (t, None)."
+    if not t.is_cuda: return t, None
+    host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True).copy_(t, non_blocking=True)
+    done = torch.cuda.Event()
+    done.record()
+    return host, done
+
 class StepTokens:
-    "The tokens of a run of decode steps: on the device, and (on a GPU) copied to the host as each step finishes."
-    def __init__(self): self.device, self.host, self.events = [], [], []
+    "A run of decode steps' tokens: on the device, and copied to the host all at once or (each_step) step by step."
+    def __init__(self, each_step: bool = False): self.device, self.copies, self.each_step = [], [], each_step
     def __len__(self): return len(self.device)
 
     def push(self, tokens: torch.Tensor):
-        "Add a step's (S,) tokens; on a GPU, queue their copy to pinned host memory and an event behind the step."
+        "Add a step's (S,) tokens; each_step: queue their copy to the host behind the step."
         self.device.append(tokens)
-        if not tokens.is_cuda:
-            self.host.append(tokens)
-            return
-        host = torch.empty(tokens.shape, dtype=tokens.dtype, pin_memory=True)
-        self.host.append(host.copy_(tokens, non_blocking=True))
-        self.events.append(torch.cuda.Event())
-        self.events[-1].record()
+        if self.each_step: self.copies.append(_to_host(tokens))
+
+    def copy_all(self):
+        "Queue one copy of every step's tokens to the host, unless they were copied step by step."
+        if not self.copies: self.copies.append(_to_host(torch.stack(self.device)))
 
     def get(self, i: int) -> list[int]:
-        "Step i's tokens on the host; waits for that step only."
-        if self.events: self.events[i].synchronize()
-        return self.host[i].tolist()
+        "Step i's tokens on the host; waits for that step's copy (each_step) or for the copy of them all."
+        self.copy_all()
+        host, done = self.copies[i if self.each_step else 0]
+        if done is not None: done.synchronize()
+        return (host if self.each_step else host[i]).tolist()
 
 # %% ../nbs/04d_model_runner.ipynb #c587969e
 @patch
@@ -127,16 +135,17 @@ def execute(self: ModelRunner, out: SchedulerOutput, num_steps: int = 1, on_step
     _mask_stop_tokens(logits, x.sampling)
     st = SamplingTensors.from_params([r.sampling_params for r in x.sampling], [r.generator for r in x.sampling],
                                      self.device)
-    steps = self.decode_steps(self.sample_tokens(logits, st), x.meta, x.logits_indices, st, num_steps)
+    steps = self.decode_steps(self.sample_tokens(logits, st), x.meta, x.logits_indices, st, num_steps,
+                              each_step=on_step is not None)
     tokens = self.fetch_tokens(steps, x.sampling, st, on_step)      # (S, num_steps): the only host sync
     return StepResult(dict(zip((r.request_id for r in x.sampling), tokens)),
                       _logprobs(raw, steps.device[0], x.sampling) if raw is not None else {})
 
 @patch
-def decode_steps(self: ModelRunner, first: torch.Tensor, meta, rows, st: SamplingTensors,
-                 num_steps: int) -> StepTokens:
+def decode_steps(self: ModelRunner, first: torch.Tensor, meta, rows, st: SamplingTensors, num_steps: int,
+                 each_step: bool = False) -> StepTokens:
     "The tokens of num_steps steps, the first given: each further decode step is fed the last, no host round trip."
-    steps = StepTokens()
+    steps = StepTokens(each_step)
     steps.push(first)
     for _ in range(num_steps - 1):
         logits, meta = self.next_logits(steps.device[-1], meta, rows)
