@@ -103,10 +103,10 @@ class LLMEngine:
             self.max_model_len = max_model_len or min(cfg.max_position_embeddings, num_kv_blocks * block_size)
             self.kv = KVCacheManager(num_kv_blocks, block_size, enable_prefix_caching)
             self.cache = PagedKVCache.allocate(cfg, num_kv_blocks + 1, block_size, self.dtype, self.device)  # + scratch
-            self.runner = self._make_runner(attention_backend, enforce_eager, max_num_seqs)
             steps = num_scheduler_steps or (32 if self.device.type == "cuda" else 1)
-            self.scheduler = Scheduler(self.kv, max_num_seqs, budget, self.max_model_len, steps,
-                                       self.runner.num_lookahead_slots)
+            self.scheduler = Scheduler(self.kv, max_num_seqs, budget, self.max_model_len, steps)  # checks before graphs
+            self.runner = self._make_runner(attention_backend, enforce_eager, max_num_seqs)
+            self.scheduler.num_lookahead_slots = self.runner.num_lookahead_slots
             self.weight_bytes = (sum(p.nbytes for p in self.model.parameters())  # a tied matrix counts once
                                  + sum(getattr(m, "packed_nbytes", 0) for m in self.model.modules()))   # 04j's
         except BaseException:

@@ -215,7 +215,8 @@ def _decode_window(self: Scheduler, out: SchedulerOutput) -> int:
         if p.stop or p.logprobs is not None or len(r.output_token_ids) < p.min_tokens: return 1
     k = min(self.num_scheduler_steps, min(self.max_model_len - r.num_tokens + 1 for r in out.requests))
     if k < 2: return 1
-    ahead = self.num_lookahead_slots if all(r.room(self.max_model_len) > k for r in out.requests) else 0
-    for slots in dict.fromkeys((k + ahead, k)):                  # with the lookahead if it fits, else without
-        if all(self.kv.allocate_slots(r, slots) is not None for r in out.requests): return k
-    return 1
+    if not all(self.kv.allocate_slots(r, k) is not None for r in out.requests): return 1
+    if self.num_lookahead_slots and all(r.room(self.max_model_len) > k for r in out.requests):
+        for r in out.requests:                                   # where the pool has them: the runner checks each
+            if self.kv.allocate_slots(r, k + self.num_lookahead_slots) is None: break
+    return k
