@@ -101,9 +101,15 @@ def _to_host(t: torch.Tensor) -> tuple:
     done.record()
     return host, done
 
+def _wait(host: torch.Tensor, done) -> torch.Tensor:
+    "A copy made by `_to_host`, once it has landed."
+    if done is not None: done.synchronize()
+    return host
+
 class StepTokens:
     "A run of decode steps' tokens: on the device, and copied to the host all at once or (each_step) step by step."
-    def __init__(self, each_step: bool = False): self.device, self.copies, self.each_step = [], [], each_step
+    def __init__(self, each_step: bool = False):
+        self.device, self.copies, self.each_step, self.rows = [], [], each_step, None
     def __len__(self): return len(self.device)
 
     def push(self, tokens: torch.Tensor):
@@ -116,11 +122,11 @@ class StepTokens:
         if not self.copies: self.copies.append(_to_host(torch.stack(self.device)))
 
     def get(self, i: int) -> list[int]:
-        "Step i's tokens on the host; waits for that step's copy (each_step) or for the copy of them all."
+        "Step i's tokens on the host; waits for that step's copy (each_step), or once for the copy of them all."
         self.copy_all()
-        host, done = self.copies[i if self.each_step else 0]
-        if done is not None: done.synchronize()
-        return (host if self.each_step else host[i]).tolist()
+        if self.each_step: return _wait(*self.copies[i]).tolist()
+        if self.rows is None: self.rows = _wait(*self.copies[0]).tolist()
+        return self.rows[i]
 
 # %% ../nbs/04d_model_runner.ipynb #c587969e
 @patch
