@@ -6,7 +6,7 @@ PTX, and, for the attention kernels, smaller tilings. Run from the repo root:
 import os, sys
 os.environ["TRITON_INTERPRET"] = "0"
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from mini_vllm import triton_kernels as tk, small_batch as sb, cuda_graphs as cg
+from mini_vllm import triton_attention as ta, triton_kernels as tk, small_batch as sb, cuda_graphs as cg
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
@@ -47,10 +47,10 @@ dec = dict(o_ptr=f16, acc_ptr=f32, ml_ptr=f32, count_ptr=i32, q_ptr=f16, k_ptr=f
 for H, HKV in ((9, 3), (32, 4)):
     G = H // HKV; G2 = triton.next_power_of_2(G)
     for one, step in ((True, 0), (False, 1), (False, 0)):
-        comp(f"decode H{H}/{HKV} one_part={one} step={step}", tk._decode_kernel, dec,
+        comp(f"decode H{H}/{HKV} one_part={one} step={step}", ta._decode_kernel, dec,
              dict(G=G, G_PAD=max(16, G2), G2=G2, HKV=HKV, D=64, BLOCK_SIZE=16, BLOCK_N=64, PARTS=max(2, 4096 // (G2 * 64)),
                   ONE_PART=one, STEP_PAD=step, IEEE=False, PDL=False), num_warps=2, num_stages=4)
-    comp(f"prefill H{H}/{HKV}", tk._prefill_kernel, dict(o_ptr=f16, q_ptr=f16, k_ptr=f16, v_ptr=f16, bt_ptr=i32, seq_lens_ptr=i32,
+    comp(f"prefill H{H}/{HKV}", ta._prefill_kernel, dict(o_ptr=f16, q_ptr=f16, k_ptr=f16, v_ptr=f16, bt_ptr=i32, seq_lens_ptr=i32,
          qsl_ptr=i32, tiles_ptr=i32, scale="fp32", stride_qt="i32", stride_qh="i32", stride_ot="i32", stride_oh="i32",
          stride_bt="i32"), dict(G=G, HKV=HKV, D=64, BLOCK_SIZE=16, BLOCK_M=64, BLOCK_N=64, IEEE=False), num_warps=4)
 gem = dict(x_ptr=f16, w_ptr=f16, b_ptr=f16, nw_ptr=f16, res_ptr=f16, out_ptr=f16, M="i32", N="i32", K="i32", stride_x="i32",
@@ -75,11 +75,11 @@ comp("argmax", cg._argmax_kernel, dict(x_ptr=f32, out_ptr=i64, V="i32", stride="
 
 # smaller attention tiles: what compiles without spills where tl.dot runs on FMA units
 for bm, bn, nw in ((64, 64, 8), (32, 32, 4), (16, 32, 4)):
-    comp(f"prefill H9/3 M{bm} N{bn} w{nw}", tk._prefill_kernel, dict(o_ptr=f16, q_ptr=f16, k_ptr=f16, v_ptr=f16, bt_ptr=i32,
+    comp(f"prefill H9/3 M{bm} N{bn} w{nw}", ta._prefill_kernel, dict(o_ptr=f16, q_ptr=f16, k_ptr=f16, v_ptr=f16, bt_ptr=i32,
          seq_lens_ptr=i32, qsl_ptr=i32, tiles_ptr=i32, scale="fp32", stride_qt="i32", stride_qh="i32", stride_ot="i32",
          stride_oh="i32", stride_bt="i32"), dict(G=3, HKV=3, D=64, BLOCK_SIZE=16, BLOCK_M=bm, BLOCK_N=bn, IEEE=False), num_warps=nw)
 for bn, nw, ns in ((64, 4, 1), (64, 8, 1), (32, 4, 1), (16, 4, 1)):
     for one, step in ((True, 0), (False, 1)):
-        comp(f"decode H9/3 one_part={one} N{bn} w{nw} s{ns}", tk._decode_kernel, dec,
+        comp(f"decode H9/3 one_part={one} N{bn} w{nw} s{ns}", ta._decode_kernel, dec,
              dict(G=3, G_PAD=16, G2=4, HKV=3, D=64, BLOCK_SIZE=16, BLOCK_N=bn, PARTS=16, ONE_PART=one, STEP_PAD=step,
                   IEEE=False, PDL=False), num_warps=nw, num_stages=ns)

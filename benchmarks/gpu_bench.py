@@ -103,7 +103,7 @@ def _random_step(B, ctx_lo, ctx_hi, q_len_of, H=32, HKV=4, D=64, bs=16, dtype=No
 
 
 def sec_kernels(args):
-    from mini_vllm import triton_kernels as tk
+    from mini_vllm import triton_attention as ta, triton_kernels as tk
     from mini_vllm.model import RMSNorm, apply_rope
     from mini_vllm.paged_attention import PagedKVCache, TorchPagedAttention
     out, dt, dev = {}, DTYPE, "cuda"
@@ -130,7 +130,7 @@ def sec_kernels(args):
         for Hq, Hk in [(32, 4), (9, 3)]:
             cache, meta, q, k, v, seq, ql = _random_step(B, lo, hi, qlen, H=Hq, HKV=Hk)
             ref = TorchPagedAttention(PagedKVCache(cache.k.clone(), cache.v.clone()), meta)(0, q, k, v)
-            attn = tk.TritonPagedAttention(cache, meta)
+            attn = ta.TritonPagedAttention(cache, meta)
             got = attn(0, q, k, v)
             out[f"{name}_H{Hq}_KV{Hk}"] = rel_err(got, ref)
             if name.startswith("decode"):                                   # again, launched with PDL (cache written)
@@ -153,12 +153,12 @@ def back_to_back_ms(fn, reps=30) -> float:
 
 def sec_attnbw(args):
     "Decode attention bandwidth at 256 requests: sweep the tiling, keep the best for the engine runs that follow."
-    from mini_vllm import triton_kernels as tk
+    from mini_vllm import triton_attention as ta
     copy_bw = RESULTS.get("copy", {}).get("gb_per_s")
     cache, meta, q, k, v, seq, ql = _random_step(256, 1024, 1024, lambda i: 1)
     kv_bytes = sum(seq) * 4 * 64 * 2 * 2                                  # K and V, 2 bytes each, 4 KV heads of 64
     o, reqs = torch.empty_like(q), torch.arange(256, dtype=torch.int32, device="cuda")
-    call = lambda max_len, **kw: (lambda: tk.paged_decode_attention(o, q, cache.k[0], cache.v[0], meta.block_tables, meta.seq_lens,
+    call = lambda max_len, **kw: (lambda: ta.paged_decode_attention(o, q, cache.k[0], cache.v[0], meta.block_tables, meta.seq_lens,
                                                                     meta.query_start_loc, reqs, 0.125, max_len, **kw))
     sweep = []
     for block_n in (32, 64, 128):
@@ -168,7 +168,7 @@ def sec_attnbw(args):
                 except Exception as e: ms = float("nan"); print("config failed", block_n, num_warps, num_stages, repr(e)[:200])
                 sweep.append(dict(block_n=block_n, num_warps=num_warps, num_stages=num_stages, ms=ms, gb_per_s=kv_bytes / ms / 1e6))
     best = max((c for c in sweep if c["ms"] == c["ms"]), key=lambda c: c["gb_per_s"])
-    tk.DECODE_TILING.update(block_n=best["block_n"], num_warps=best["num_warps"], num_stages=best["num_stages"])
+    ta.DECODE_TILING.update(block_n=best["block_n"], num_warps=best["num_warps"], num_stages=best["num_stages"])
     res = dict(sweep=sweep, best=best, copy_gb_per_s=copy_bw)
     for name, ctx, max_len in [("ctx1024", 1024, 1024), ("ctx1024_graph_max2048", 1024, 2048), ("ctx2048", 2048, 2048)]:
         if ctx != 1024: cache, meta, q, k, v, seq, ql = _random_step(256, ctx, ctx, lambda i: 1); o = torch.empty_like(q)
@@ -196,7 +196,7 @@ def sec_gemv(args):
     copy of the weights (so that they stream from HBM, not from the 60 MB L2): a tiling sweep, the fused variants,
     and their errors against the unfused path."""
     from mini_vllm import small_batch as sb
-    from mini_vllm import triton_kernels as tk
+    from mini_vllm import triton_attention as ta, triton_kernels as tk
     from mini_vllm.loading import ModelConfig
     from mini_vllm.model import rope_tables
     dt, dev, res = DTYPE, "cuda", {}
@@ -262,7 +262,7 @@ def sec_gemv(args):
         cache, meta, q, k, v, seq, ql = _random_step(1, ctx, ctx, lambda i: 1)
         o, reqs = torch.empty_like(q), torch.zeros(1, dtype=torch.int32, device=dev)
         for part in (64, 128, 256, 512, None):
-            call = lambda part=part: tk.paged_decode_attention(o, q, cache.k[0], cache.v[0], meta.block_tables, meta.seq_lens,
+            call = lambda part=part: ta.paged_decode_attention(o, q, cache.k[0], cache.v[0], meta.block_tables, meta.seq_lens,
                                                                meta.query_start_loc, reqs, 0.125, 2048, partition=part)
             attn[f"ctx{ctx}_part{part or 'auto'}_us"] = graph_us([call] * 22)
     res["attention_batch1"] = attn

@@ -13,7 +13,6 @@ import asyncio, collections, itertools, logging, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from fastcore.basics import patch
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
@@ -108,21 +107,19 @@ class ServingMetrics:
 
     def render(self) -> bytes: return generate_latest(self.registry)
 
-# %% ../nbs/06a_async_engine.ipynb #70fceb4e
-@patch
-def observe(self: ServingMetrics, s: RequestStream, out: RequestOutput, now: float):
-    "Update the metrics with a stream's new output."
-    n = sum(len(c.token_ids) for c in out.outputs)
-    if n > s.num_tokens:
-        self.generation_tokens.inc(n - s.num_tokens)
-        if s.stream and s.last_token_time is None: self.ttft.observe(now - s.arrival)
-        elif s.stream:
-            k = max((n - s.num_tokens) // len(out.outputs), 1)          # new tokens per choice
-            for _ in range(k): self.itl.observe((now - s.last_token_time) / k)
-        s.num_tokens, s.last_token_time = n, now
-    if out.finished:
-        self.e2e.observe(now - s.arrival)
-        for c in out.outputs: self.success.labels(self.model_name, c.finish_reason or "abort").inc()
+    def observe(self, s: RequestStream, out: RequestOutput, now: float):
+        "Update the metrics with a stream's new output."
+        n = sum(len(c.token_ids) for c in out.outputs)
+        if n > s.num_tokens:
+            self.generation_tokens.inc(n - s.num_tokens)
+            if s.stream and s.last_token_time is None: self.ttft.observe(now - s.arrival)
+            elif s.stream:
+                k = max((n - s.num_tokens) // len(out.outputs), 1)          # new tokens per choice
+                for _ in range(k): self.itl.observe((now - s.last_token_time) / k)
+            s.num_tokens, s.last_token_time = n, now
+        if out.finished:
+            self.e2e.observe(now - s.arrival)
+            for c in out.outputs: self.success.labels(self.model_name, c.finish_reason or "abort").inc()
 
 # %% ../nbs/06a_async_engine.ipynb #133beee2
 class AsyncLLMEngine:
@@ -149,176 +146,155 @@ class AsyncLLMEngine:
     @property
     def running(self) -> bool: return self.task is not None and not self.task.done()
 
-# %% ../nbs/06a_async_engine.ipynb #7c68337e
-@patch
-def _submit(self: AsyncLLMEngine, fn) -> asyncio.Future:
-    "Queue `fn` to run between two steps; its result (or exception) lands in the returned future."
-    fut = asyncio.get_running_loop().create_future()
-    self.commands.append((fn, fut))
-    self.wakeup.set()
-    return fut
+    def _submit(self, fn) -> asyncio.Future:
+        "Queue `fn` to run between two steps; its result (or exception) lands in the returned future."
+        fut = asyncio.get_running_loop().create_future()
+        self.commands.append((fn, fut))
+        self.wakeup.set()
+        return fut
 
-@patch
-def _run_commands(self: AsyncLLMEngine):
-    "Run the queued commands, in order."
-    commands, self.commands = self.commands, []
-    for fn, fut in commands:
-        if fut.cancelled(): continue                     # its caller has gone: skip
-        try: fut.set_result(fn())
-        except Exception as e: fut.set_exception(e)
+    def _run_commands(self):
+        "Run the queued commands, in order."
+        commands, self.commands = self.commands, []
+        for fn, fut in commands:
+            if fut.cancelled(): continue                     # its caller has gone: skip
+            try: fut.set_result(fn())
+            except Exception as e: fut.set_exception(e)
 
-@patch
-async def call(self: AsyncLLMEngine, fn):
-    "Run `fn()` in the loop, between two steps, and return its result."
-    if not self.running:
-        raise EngineStepError(f"the engine loop is not running{f': {self.dead!r}' if self.dead else ''}")
-    return await self._submit(fn)
+    async def call(self, fn):
+        "Run `fn()` in the loop, between two steps, and return its result."
+        if not self.running:
+            raise EngineStepError(f"the engine loop is not running{f': {self.dead!r}' if self.dead else ''}")
+        return await self._submit(fn)
 
-# %% ../nbs/06a_async_engine.ipynb #acfe18ff
-@patch
-async def _run(self: AsyncLLMEngine):
-    "The engine loop: commands, then one step, until shut down."
-    loop, caught_up = asyncio.get_running_loop(), threading.Event()
-    caught_up.set()
-    def emit(outs):                                           # a window's steps, from the step thread
-        caught_up.clear()
-        loop.call_soon_threadsafe(self._dispatch, outs, caught_up.set)
-    try:
-        while not self.stopping:
+    async def _run(self):
+        "The engine loop: commands, then one step, until shut down."
+        loop, caught_up = asyncio.get_running_loop(), threading.Event()
+        caught_up.set()
+        def emit(outs):                                           # a window's steps, from the step thread
+            caught_up.clear()
+            loop.call_soon_threadsafe(self._dispatch, outs, caught_up.set)
+        try:
+            while not self.stopping:
+                self._run_commands()
+                self._release()
+                if not self.engine.has_unfinished_requests():
+                    self.wakeup.clear()
+                    if not self.commands and not self.stopping: await self.wakeup.wait()
+                    continue
+                try: outs = await loop.run_in_executor(self.executor, self.engine.step, emit, caught_up.is_set)
+                except Exception as e:
+                    self._fail_step(e)
+                    continue
+                self._dispatch(outs)
+        except BaseException as e:                                # a bug in the loop itself: say so, fail everyone
+            self.dead = e
+            raise
+        finally:
             self._run_commands()
-            self._release()
-            if not self.engine.has_unfinished_requests():
-                self.wakeup.clear()
-                if not self.commands and not self.stopping: await self.wakeup.wait()
-                continue
-            try: outs = await loop.run_in_executor(self.executor, self.engine.step, emit, caught_up.is_set)
-            except Exception as e:
-                self._fail_step(e)
-                continue
-            self._dispatch(outs)
-    except BaseException as e:                                # a bug in the loop itself: say so, fail everyone
-        self.dead = e
-        raise
-    finally:
-        self._run_commands()
-        for rid in list(self.streams): self._fail(rid, EngineStepError("the server is shutting down"))
-        self.held.clear()                                     # their streams have just been failed
+            for rid in list(self.streams): self._fail(rid, EngineStepError("the server is shutting down"))
+            self.held.clear()                                     # their streams have just been failed
 
-@patch
-def _dispatch(self: AsyncLLMEngine, outs: list[RequestOutput], then=None):
-    "Give each output to its stream; record the metrics. `then()` runs once the consumers it woke have run."
-    now = time.monotonic()
-    for o in outs:
-        if (s := self.streams.get(o.request_id)) is None: continue
-        self.metrics.observe(s, o, now)
-        s.put(o if o.error is None else EngineStepError(o.error))      # failed by the engine: the consumer gets why
-        if o.finished: del self.streams[o.request_id]
-    if then is not None: asyncio.get_running_loop().call_soon(then)   # queued behind the consumers' wake-ups
+    def _dispatch(self, outs: list[RequestOutput], then=None):
+        "Give each output to its stream; record the metrics. `then()` runs once the consumers it woke have run."
+        now = time.monotonic()
+        for o in outs:
+            if (s := self.streams.get(o.request_id)) is None: continue
+            self.metrics.observe(s, o, now)
+            s.put(o if o.error is None else EngineStepError(o.error))      # failed by the engine: the consumer gets why
+            if o.finished: del self.streams[o.request_id]
+        if then is not None: asyncio.get_running_loop().call_soon(then)   # queued behind the consumers' wake-ups
 
-# %% ../nbs/06a_async_engine.ipynb #46b42a91
-@patch
-def _fail(self: AsyncLLMEngine, request_id: str, exc: Exception):
-    "Abort a prompt's requests and fail its stream with `exc`."
-    out = self.engine.abort_request(request_id)
-    if (s := self.streams.pop(request_id, None)) is not None:
-        if out is not None: self.metrics.observe(s, out, time.monotonic())
-        s.put(exc)
+    def _fail(self, request_id: str, exc: Exception):
+        "Abort a prompt's requests and fail its stream with `exc`."
+        out = self.engine.abort_request(request_id)
+        if (s := self.streams.pop(request_id, None)) is not None:
+            if out is not None: self.metrics.observe(s, out, time.monotonic())
+            s.put(exc)
 
-@patch
-def _fail_step(self: AsyncLLMEngine, exc: Exception):
-    "A step raised outside the model: fail the prompts it was running, forget the prefix cache, go on."
-    log.error("an engine step raised %s: %s; its running requests are ended", type(exc).__name__, exc, exc_info=exc)
-    self._dispatch(self.engine.fail_running(f"engine step failed ({type(exc).__name__}: {exc})"))
+    def _fail_step(self, exc: Exception):
+        "A step raised outside the model: fail the prompts it was running, forget the prefix cache, go on."
+        log.error("an engine step raised %s: %s; its running requests are ended", type(exc).__name__, exc, exc_info=exc)
+        self._dispatch(self.engine.fail_running(f"engine step failed ({type(exc).__name__}: {exc})"))
 
-# %% ../nbs/06a_async_engine.ipynb #553668dd
-@patch
-async def shutdown(self: AsyncLLMEngine):
-    "Stop the loop at the next step boundary; fail and abort whatever is still running."
-    if self.task is None: return
-    self.stopping = True
-    self.wakeup.set()
-    try: await self.task
-    except BaseException: pass
-    self.task = None
+    async def shutdown(self):
+        "Stop the loop at the next step boundary; fail and abort whatever is still running."
+        if self.task is None: return
+        self.stopping = True
+        self.wakeup.set()
+        try: await self.task
+        except BaseException: pass
+        self.task = None
 
-# %% ../nbs/06a_async_engine.ipynb #5d1308de
-@patch
-def _add(self: AsyncLLMEngine, prompts, params, request_ids, stream, fill_max_tokens) -> list[RequestStream]:
-    "Tokenize and check prompts, all or none, and hold them as one group; runs in the loop."
-    eng, ready, group = self.engine, asyncio.Event(), collections.deque()
-    if self.max_waiting is not None and (n := self.num_waiting()) >= self.max_waiting:
-        raise EngineOverloaded(f"the server is overloaded: {n} sequences are waiting "
-                               f"(max_waiting={self.max_waiting}); try again later")
-    try:
-        for prompt, p, rid in zip(prompts, params, request_ids):
-            if callable(prompt): prompt = {"prompt_token_ids": prompt(eng.tokenizer)}
-            _, ids, p = eng.check_request(prompt, p)                        # the engine's own checks, nothing queued
-            if fill_max_tokens and len(ids) < eng.max_model_len: p = replace(p, max_tokens=eng.max_model_len - len(ids))
-            if rid in self.streams: raise ValueError(f"request_id {rid!r} is already in use")
-            if len(ids) + p.max_tokens > eng.max_model_len:
-                raise ParamError("max_tokens", f"max_tokens is too large: this model's maximum context length is "
-                                               f"{eng.max_model_len} tokens, and the prompt has {len(ids)}, "
-                                               f"so max_tokens can be at most {eng.max_model_len - len(ids)} "
-                                               f"(got {p.max_tokens})")
-            self.streams[rid] = s = RequestStream(rid, len(ids), ready, stream)
-            group.append((s, ids, p))
-    except Exception:
-        for s, *_ in group: self.streams.pop(s.request_id, None)
-        raise
-    for s, ids, p in group: self.metrics.prompt_tokens.inc(len(ids))
-    if group: self.held.append(group)
-    return [self.streams[r] for r in request_ids]
+    def _add(self, prompts, params, request_ids, stream, fill_max_tokens) -> list[RequestStream]:
+        "Tokenize and check prompts, all or none, and hold them as one group; runs in the loop."
+        eng, ready, group = self.engine, asyncio.Event(), collections.deque()
+        if self.max_waiting is not None and (n := self.num_waiting()) >= self.max_waiting:
+            raise EngineOverloaded(f"the server is overloaded: {n} sequences are waiting "
+                                   f"(max_waiting={self.max_waiting}); try again later")
+        try:
+            for prompt, p, rid in zip(prompts, params, request_ids):
+                if callable(prompt): prompt = {"prompt_token_ids": prompt(eng.tokenizer)}
+                _, ids, p = eng.check_request(prompt, p)          # the engine's own checks, nothing queued
+                if fill_max_tokens and len(ids) < eng.max_model_len:
+                    p = replace(p, max_tokens=eng.max_model_len - len(ids))
+                if rid in self.streams: raise ValueError(f"request_id {rid!r} is already in use")
+                if len(ids) + p.max_tokens > eng.max_model_len:
+                    raise ParamError("max_tokens", f"max_tokens is too large: this model's maximum context length is "
+                                                   f"{eng.max_model_len} tokens, and the prompt has {len(ids)}, "
+                                                   f"so max_tokens can be at most {eng.max_model_len - len(ids)} "
+                                                   f"(got {p.max_tokens})")
+                self.streams[rid] = s = RequestStream(rid, len(ids), ready, stream)
+                group.append((s, ids, p))
+        except Exception:
+            for s, *_ in group: self.streams.pop(s.request_id, None)
+            raise
+        for s, ids, p in group: self.metrics.prompt_tokens.inc(len(ids))
+        if group: self.held.append(group)
+        return [self.streams[r] for r in request_ids]
 
-# %% ../nbs/06a_async_engine.ipynb #a6dfd746
-@patch
-async def add_requests(self: AsyncLLMEngine, prompts: list, params: list[SamplingParams],
-                       request_ids: list[str] | None = None, stream: bool = False,
-                       fill_max_tokens: bool = False) -> list[RequestStream]:
-    "Check and hold prompts (all or none); returns their streams. `stream` detokenizes every step."
-    request_ids = request_ids or [f"req-{next(self.ids)}" for _ in prompts]
-    try:
-        return await self.call(lambda: self._add(prompts, params, request_ids, stream, fill_max_tokens))
-    except asyncio.CancelledError:                         # cancelled after being added: leave nothing held or running
-        for rid in request_ids: self.abort(rid)
-        raise
+    async def add_requests(self, prompts: list, params: list[SamplingParams],
+                           request_ids: list[str] | None = None, stream: bool = False,
+                           fill_max_tokens: bool = False) -> list[RequestStream]:
+        "Check and hold prompts (all or none); returns their streams. `stream` detokenizes every step."
+        request_ids = request_ids or [f"req-{next(self.ids)}" for _ in prompts]
+        try:
+            return await self.call(lambda: self._add(prompts, params, request_ids, stream, fill_max_tokens))
+        except asyncio.CancelledError:                 # cancelled after being added: leave nothing held or running
+            for rid in request_ids: self.abort(rid)
+            raise
 
-@patch
-def abort(self: AsyncLLMEngine, request_id: str):
-    "Cancel a request (held or in the engine) before the next step; synchronous, so a cancelled handler can call it."
-    if self.running: self._submit(lambda: self._fail(request_id, EngineStepError("aborted")))
+    def abort(self, request_id: str):
+        "Cancel a request (held or in the engine) before the next step; synchronous: a cancelled handler can call it."
+        if self.running: self._submit(lambda: self._fail(request_id, EngineStepError("aborted")))
 
-# %% ../nbs/06a_async_engine.ipynb #11cadfd5
-@patch
-async def generate(self: AsyncLLMEngine, prompt, params: SamplingParams | None = None, request_id: str | None = None,
-                   stream: bool = True):
-    "Add one prompt and yield its outputs as they come; abort it if the consumer stops early."
-    [s] = await self.add_requests([prompt], [params or SamplingParams()], [request_id] if request_id else None, stream)
-    try:
-        async for _, out in iterate([s]): yield out
-    finally:
-        if not s.finished: self.abort(s.request_id)
+    async def generate(self, prompt, params: SamplingParams | None = None, request_id: str | None = None,
+                       stream: bool = True):
+        "Add one prompt and yield its outputs as they come; abort it if the consumer stops early."
+        ids = [request_id] if request_id else None
+        [s] = await self.add_requests([prompt], [params or SamplingParams()], ids, stream)
+        try:
+            async for _, out in iterate([s]): yield out
+        finally:
+            if not s.finished: self.abort(s.request_id)
 
-# %% ../nbs/06a_async_engine.ipynb #fair-code
-@patch
-def _release(self: AsyncLLMEngine):
-    "Move held prompts into the engine, one from each group in turn, while its waiting queue is short."
-    eng = self.engine
-    room = max(self.engine_queue, eng.max_num_seqs - eng.num_running())   # or the free seats
-    while self.held and eng.num_waiting() < room:
-        group = self.held.pop(0)
-        s, ids, p = group.popleft()
-        if group: self.held.append(group)                     # back of the line, behind the other groups
-        if self.streams.get(s.request_id) is not s: continue  # aborted while held
-        try: eng.add_request({"prompt_token_ids": ids}, p, s.request_id, s.stream)
-        except ValueError as e: self._fail(s.request_id, e)   # checked when held, so only if the engine changed
+    def _release(self):
+        "Move held prompts into the engine, one from each group in turn, while its waiting queue is short."
+        eng = self.engine
+        room = max(self.engine_queue, eng.max_num_seqs - eng.num_running())   # or the free seats
+        while self.held and eng.num_waiting() < room:
+            group = self.held.pop(0)
+            s, ids, p = group.popleft()
+            if group: self.held.append(group)                     # back of the line, behind the other groups
+            if self.streams.get(s.request_id) is not s: continue  # aborted while held
+            try: eng.add_request({"prompt_token_ids": ids}, p, s.request_id, s.stream)
+            except ValueError as e: self._fail(s.request_id, e)   # checked when held, so only if the engine changed
 
-@patch
-def num_waiting(self: AsyncLLMEngine) -> int:
-    "Sequences waiting to run: in the engine's queue and held here."
-    held = sum(p.n for g in self.held for s, _, p in g if self.streams.get(s.request_id) is s)
-    return self.engine.num_waiting() + held
+    def num_waiting(self) -> int:
+        "Sequences waiting to run: in the engine's queue and held here."
+        held = sum(p.n for g in self.held for s, _, p in g if self.streams.get(s.request_id) is s)
+        return self.engine.num_waiting() + held
 
-@patch
-def stats(self: AsyncLLMEngine) -> dict:
-    "The engine's stats, with held prompts counted as waiting."
-    return {**self.engine.stats(), "num_waiting": self.num_waiting()}
+    def stats(self) -> dict:
+        "The engine's stats, with held prompts counted as waiting."
+        return {**self.engine.stats(), "num_waiting": self.num_waiting()}

@@ -159,7 +159,8 @@ def add_serve_parser(sub):
 # %% ../nbs/08_cli.ipynb #e4245e04
 def build_server(args):
     "The FastAPI app `mini-vllm serve` runs for these arguments."
-    from mini_vllm.server import LOOPBACK, ServerLimits, build_app
+    from mini_vllm.server import LOOPBACK, build_app
+    from mini_vllm.serving import ServerLimits
     if args.max_waiting is not None and args.max_waiting < 0:
         raise ValueError(f"--max-waiting must be >= 0, got {args.max_waiting}")
     path = resolve_model_path(args.model)

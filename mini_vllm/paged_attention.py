@@ -135,7 +135,7 @@ class TorchPagedAttention:
 
 # %% ../nbs/04c_paged_attention.ipynb #fd84f0e8
 ATTENTION_BACKENDS = {"torch": ("mini_vllm.paged_attention", "TorchPagedAttention"),   # this chapter's
-                      "triton": ("mini_vllm.triton_kernels", "TritonPagedAttention"),  # chapter 04g's
+                      "triton": ("mini_vllm.triton_attention", "TritonPagedAttention"),  # chapter 04g1's
                       "cpu": ("mini_vllm.cpu", "CPUPagedAttention")}                   # chapter 04j's
 
 def get_attention_backend(name: str):

@@ -128,76 +128,69 @@ class Scheduler:
 
     def has_unfinished(self) -> bool: return bool(self.waiting or self.running)
 
-# %% ../nbs/04b_scheduler.ipynb #bba0795c
-@patch
-def _preempt(self: Scheduler, req: Request):
-    "Free a running request's blocks and queue it first for recomputation."
-    self.kv.free(req)
-    req.status, req.num_computed_tokens = RequestStatus.PREEMPTED, 0
-    req.num_preemptions += 1
-    self.num_preemptions += 1
-    self.waiting.appendleft(req)
+    def _preempt(self, req: Request):
+        "Free a running request's blocks and queue it first for recomputation."
+        self.kv.free(req)
+        req.status, req.num_computed_tokens = RequestStatus.PREEMPTED, 0
+        req.num_preemptions += 1
+        self.num_preemptions += 1
+        self.waiting.appendleft(req)
 
-@patch
-def schedule(self: Scheduler) -> SchedulerOutput:
-    "Pick this step's requests and token counts; allocate their blocks, preempting if the pool is short."
-    out, budget, i = SchedulerOutput(), self.max_num_batched_tokens, 0
-    while i < len(self.running) and budget > 0:                 # 1. running requests, oldest first
-        req = self.running[i]
-        n = min(req.num_tokens - req.num_computed_tokens, budget)
-        while self.kv.allocate_slots(req, n) is None:
-            victim = self.running.pop()                         # the newest running request
-            self._preempt(victim)
-            out.preempted.append(victim)
-            if victim is req: break
-        else:
+    def schedule(self) -> SchedulerOutput:
+        "Pick this step's requests and token counts; allocate their blocks, preempting if the pool is short."
+        out, budget, i = SchedulerOutput(), self.max_num_batched_tokens, 0
+        while i < len(self.running) and budget > 0:                 # 1. running requests, oldest first
+            req = self.running[i]
+            n = min(req.num_tokens - req.num_computed_tokens, budget)
+            while self.kv.allocate_slots(req, n) is None:
+                victim = self.running.pop()                         # the newest running request
+                self._preempt(victim)
+                out.preempted.append(victim)
+                if victim is req: break
+            else:
+                out.requests.append(req)
+                out.num_new_tokens.append(n)
+                budget -= n
+                i += 1
+                continue
+            break
+        while not out.preempted and self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
+            req = self.waiting[0]                                   # 2. waiting requests, first come first served
+            hits = self.kv.get_computed_blocks(req)
+            n = min(req.num_tokens - len(hits) * self.kv.block_size, budget)
+            if self.kv.allocate_slots(req, n, hits) is None: break
+            self.waiting.popleft()
+            req.status, req.num_computed_tokens = RequestStatus.RUNNING, len(hits) * self.kv.block_size
+            self.running.append(req)
             out.requests.append(req)
             out.num_new_tokens.append(n)
             budget -= n
-            i += 1
-            continue
-        break
-    while not out.preempted and self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
-        req = self.waiting[0]                                   # 2. waiting requests, first come first served
-        hits = self.kv.get_computed_blocks(req)
-        n = min(req.num_tokens - len(hits) * self.kv.block_size, budget)
-        if self.kv.allocate_slots(req, n, hits) is None: break
-        self.waiting.popleft()
-        req.status, req.num_computed_tokens = RequestStatus.RUNNING, len(hits) * self.kv.block_size
-        self.running.append(req)
-        out.requests.append(req)
-        out.num_new_tokens.append(n)
-        budget -= n
-    out.num_steps = self._decode_window(out)
-    return out
+        out.num_steps = self._decode_window(out)
+        return out
 
-# %% ../nbs/04b_scheduler.ipynb #842c7599
-@patch
-def update(self: Scheduler, out: SchedulerOutput, sampled: dict[str, list[int]]) -> list[Request]:
-    "Record a step's results: computed tokens, sampled tokens; return the requests that got any."
-    got = []
-    for req, n in zip(out.requests, out.num_new_tokens):
-        req.num_computed_tokens += n + out.num_steps - 1        # a decode window computed num_steps tokens
-        if not (tokens := sampled.get(req.request_id)): continue
-        got.append(req)
-        if status := accept_tokens(req, tokens, self.max_model_len): self.finish(req, status)
-    return got
+    def update(self, out: SchedulerOutput, sampled: dict[str, list[int]]) -> list[Request]:
+        "Record a step's results: computed tokens, sampled tokens; return the requests that got any."
+        got = []
+        for req, n in zip(out.requests, out.num_new_tokens):
+            req.num_computed_tokens += n + out.num_steps - 1        # a decode window computed num_steps tokens
+            if not (tokens := sampled.get(req.request_id)): continue
+            got.append(req)
+            if status := accept_tokens(req, tokens, self.max_model_len): self.finish(req, status)
+        return got
 
-@patch
-def finish(self: Scheduler, req: Request, status: RequestStatus = RequestStatus.FINISHED_ABORTED):
-    "End a request: free its blocks and forget it."
-    if req.status.is_finished: return
-    if req.status == RequestStatus.RUNNING: self.running.remove(req)
-    elif req in self.waiting: self.waiting.remove(req)
-    req.status = status
-    self.kv.free(req)
-    self.requests.pop(req.request_id, None)
+    def finish(self, req: Request, status: RequestStatus = RequestStatus.FINISHED_ABORTED):
+        "End a request: free its blocks and forget it."
+        if req.status.is_finished: return
+        if req.status == RequestStatus.RUNNING: self.running.remove(req)
+        elif req in self.waiting: self.waiting.remove(req)
+        req.status = status
+        self.kv.free(req)
+        self.requests.pop(req.request_id, None)
 
-@patch
-def preempt(self: Scheduler, req: Request):
-    "Take a running request out of the batch: its blocks are freed and it is queued first, to compute again."
-    self.running.remove(req)
-    self._preempt(req)
+    def preempt(self, req: Request):
+        "Take a running request out of the batch: its blocks are freed and it is queued first, to compute again."
+        self.running.remove(req)
+        self._preempt(req)
 
 # %% ../nbs/04b_scheduler.ipynb #ea181e4f
 def samples(req: Request, num_new_tokens: int) -> bool:
