@@ -64,7 +64,7 @@ def load_engine_model(model, dtype, device, load_format, attention_backend, tens
     if quantization is not None:
         _check_quantization(quantization, tensor_parallel_size)
     tp = None
-    if tensor_parallel_size > 1:                               # ranks 1..N-1 in processes of their own (chapter 09)
+    if tensor_parallel_size > 1:                               # ranks 1..N-1 in processes of their own (09b)
         from mini_vllm.tensor_parallel import TensorParallelGroup
         tp = TensorParallelGroup(tensor_parallel_size, model, dtype, device, load_format, tp_timeout_s,
                                  attention_backend)
@@ -86,7 +86,7 @@ def make_runner(engine, attention_backend: str, enforce_eager: bool) -> ModelRun
     "The model runner that fits the engine's device, backend and parallelism; `LLMEngine(runner_factory=...)` swaps it."
     graphs = engine.device.type == "cuda" and attention_backend == "triton" and not enforce_eager   # CUDA graphs (04h)
     max_num_seqs, max_model_len = engine.scheduler.max_num_seqs, engine.max_model_len
-    if engine.tp is not None:                                  # every rank builds the same runner (chapter 09)
+    if engine.tp is not None:                                  # every rank builds the same runner (09b)
         from mini_vllm.tensor_parallel import tp_runner
         return tp_runner(engine.tp, engine.cache, engine.kv, attention_backend, graphs, max_num_seqs, max_model_len)
     if graphs:

@@ -247,7 +247,7 @@ def load_model(model=None, dtype="auto", device="auto", load_format="auto", conf
     if load_format not in LOAD_FORMATS:
         raise ValueError(f"load_format must be one of {LOAD_FORMATS}, got {load_format!r}")
     path = resolve_model_path(model)
-    cfg = config or load_config(path)                           # tensor parallelism passes a rank's share (chapter 09)
+    cfg = config or load_config(path)                           # tensor parallelism passes a rank's share (chapter 09a)
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, cfg, device)
     with torch.device("meta"): m = {**MODEL_CLASSES, **(model_classes or {})}[cfg.arch](cfg)
@@ -294,7 +294,7 @@ def load_weights(m: nn.Module, path: Path, shard=None):
             if name.endswith(_IGNORED) or (name.endswith("lm_head.weight") and m.config.tie_word_embeddings): continue
             raise ValueError(f"checkpoint {path} has a tensor {name!r} that a {m.config.arch} model does not have")
         key, start, rows = expected[name]
-        if shard is not None: t = shard(name, t)                # tensor parallelism: this rank's slice (chapter 09)
+        if shard is not None: t = shard(name, t)                # tensor parallelism: this rank's slice (chapter 09a)
         dest = params[key] if start is None else params[key].narrow(0, start, rows)
         if tuple(t.shape) != tuple(dest.shape):
             raise ValueError(f"{name} in {path} has shape {tuple(t.shape)}, expected {tuple(dest.shape)}")

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .llm import CompletionOutput
+from .outputs import CompletionOutput
 from .sampling import SamplingParams
 
 # %% ../nbs/06b1_protocol.ipynb #0a637350

@@ -19,7 +19,8 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.requests import ClientDisconnect
 
 from .async_engine import AsyncLLMEngine, EngineOverloaded, EngineStepError, iterate
-from .llm import CompletionOutput, LLMEngine
+from .llm import LLMEngine
+from .outputs import CompletionOutput
 from .protocol import ChatCompletionRequest, ChoiceState, CompletionRequest, OpenAIError, bad_request, clip
 from .protocol import chat_logprobs, completion_logprobs, describe, prompt_list, sampling_params, usage
 from .sampling import SamplingParams
