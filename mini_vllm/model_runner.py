@@ -71,7 +71,7 @@ def _wait(host: torch.Tensor, done) -> torch.Tensor:
 class StepTokens:
     "A run of decode steps' tokens: on the device, and copied to the host all at once or (each_step) step by step."
     def __init__(self, each_step: bool = False):
-        self.device, self.copies, self.each_step, self.rows = [], [], each_step, None
+        self.device, self.copies, self.each_step = [], [], each_step
     def __len__(self): return len(self.device)
 
     def push(self, tokens: torch.Tensor):
@@ -80,15 +80,17 @@ class StepTokens:
         if self.each_step: self.copies.append(_to_host(tokens))
 
     def copy_all(self):
-        "Queue one copy of every step's tokens to the host, unless they were copied step by step."
-        if not self.copies: self.copies.append(_to_host(torch.stack(self.device)))
+        "Queue one copy of every step's tokens to the host, a row per request, unless they are copied step by step."
+        if not self.each_step and not self.copies: self.copies.append(_to_host(torch.stack(self.device, 1)))
 
     def get(self, i: int) -> list[int]:
-        "Step i's tokens on the host; waits for that step's copy (each_step), or once for the copy of them all."
+        "Step i's tokens on the host (each_step), once that step's copy has landed."
+        return _wait(*self.copies[i]).tolist()
+
+    def per_request(self) -> list[list[int]]:
+        "Every step's tokens on the host, a list per request (not each_step): one copy of them all, one wait."
         self.copy_all()
-        if self.each_step: return _wait(*self.copies[i]).tolist()
-        if self.rows is None: self.rows = _wait(*self.copies[0]).tolist()
-        return self.rows[i]
+        return _wait(*self.copies[0]).tolist()
 
 # %% ../nbs/04d_model_runner.ipynb #9507417b
 def advance(meta: AttentionMetadata, block_size: int) -> AttentionMetadata:
@@ -162,12 +164,14 @@ class ModelRunner:
 
     def fetch_tokens(self, steps: StepTokens, reqs: list[Request], st: SamplingTensors,
                      on_step=None) -> list[list[int]]:
-        """The sampled tokens on the host, a list of num_steps per request. The host waits here for the GPU, one step
-        at a time: `on_step(i, tokens)` gets step i's tokens (one per request) while the GPU runs the steps after it."""
+        """The sampled tokens on the host, a list of num_steps per request. The host waits here for the GPU: once for
+        all the steps, or, given `on_step(i, tokens)`, one step at a time, handing on step i's tokens (one per
+        request) while the GPU runs the steps after it."""
+        if on_step is None: return steps.per_request()
         rows = []
         for i in range(len(steps)):
             rows.append(steps.get(i))
-            if on_step is not None: on_step(i, rows[-1])
+            on_step(i, rows[-1])
         return [list(t) for t in zip(*rows)]
 
     def next_logits(self, tokens: torch.Tensor, meta: AttentionMetadata, rows: torch.Tensor):
