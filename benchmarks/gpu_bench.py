@@ -471,8 +471,8 @@ def sec_quant(args):
     """Weight-only int8/int4 (05) at TinyLlama's shapes, in --dtype: each kernel's error against the dequantized weight,
     and microseconds per product inside CUDA graphs, every call on its own copy of the weights (about 256 MB of bf16
     per shape, so that they stream from HBM, not from L2): cuBLAS bf16, the bf16 GEMV (04i), the naive
-    dequantize-then-matmul (05a's forward on a GPU), the int8/int4 GEMV for 1-8 rows, qmm against cuBLAS beyond."""
-    from mini_vllm.quant_kernels import qmm
+    dequantize-then-matmul (05a's forward on a GPU), the int8/int4 GEMV up to QGEMV_MAX_M rows, qmm beyond."""
+    from mini_vllm.quant_kernels import QGEMV_MAX_M, qmm
     from mini_vllm.small_batch import gemv
     res, dt = {"errors": {}, "us": {}, "bytes": {}}, DTYPE
     torch.manual_seed(0)
@@ -487,7 +487,7 @@ def sec_quant(args):
                               for f in ("int8", "int4", "int4_asym")} | {"bf16": N * K * dt.itemsize}
         for M in (1, 2, 8, 16, 64, 256, 2048):
             x = torch.randn(M, K, device="cuda", dtype=dt)
-            prod = gemv if M <= 8 else qmm
+            prod = gemv if M <= QGEMV_MAX_M else qmm
             for f in ("int8", "int4", "int4_asym"):
                 ql = cp[f + "_layer"]
                 ref = x.float() @ ql.dequantize(torch.float32).T

@@ -3,6 +3,7 @@
 # GPU cells of the Triton chapters executed with their outputs saved, ready for tools/merge_outputs.py.
 #
 #   bash benchmarks/gpu_book.sh [STEP ...]     STEP: env bench bf16ref quant tp notebooks (default: env bench notebooks)
+#   QUANT_VARIANTS="" leaves out the quant step's GEMV tiling variants (BITS-BLOCK_K, default "8-2048 4-128 4-1024")
 #
 # Run from the repo root. Everything goes under $OUT (default ./gpu_book_out), at most 8 files, none deeper than
 # $OUT/a/b/file: env.txt, <step>.log per step, gpu_bench_fp16.json (and _bf16), bench_extras.tgz, notebooks.tgz,
@@ -56,7 +57,7 @@ quant)                                  # chapter 05: kernels, then the engine w
             --batch1-variants small_batch --thru-variants steps32_b16384 $flag
     done
     # batch 1 with other tilings for the quantized GEMV (QUANT_TILING): BITS-BLOCK_K for every shape
-    for v in 8-2048 4-128 4-1024; do
+    for v in ${QUANT_VARIANTS-8-2048 4-128 4-1024}; do
         IFS=- read bits bk <<< "$v"
         tiling=$(python3 -c "import json; print(json.dumps({f'$bits,{m},{k}': dict(block_n=4, block_k=$bk, num_warps=4)
             for m in (1, 2) for k in ('narrow', 'wide', 'deep', 'swiglu', 'qkv')}))")

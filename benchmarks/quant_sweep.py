@@ -1,9 +1,10 @@
 """Tile sweep for chapter 05's kernels on one GPU: the small-batch GEMV (04i) reading int8 and int4 weights, each as
 the model calls it (qkv with RoPE and the cache write, o with the residual, gate/up with the norm and SwiGLU, down
-with the residual), and qmm for larger batches. TinyLlama's shapes, bf16 activations, every call on its own copy of
-the weights (so that they stream from HBM), timed inside CUDA graphs. Writes quant_sweep.json into --out (rewritten
-as it goes); stops starting new sweeps after --budget-s seconds. Run from the repo root:
-  python benchmarks/quant_sweep.py --out $OUT
+with the residual), and qmm for larger batches (rows tiles x weight tiles x shares of K, each checked against the
+dequantized weight), beside cuBLAS on bf16 weights. TinyLlama's shapes, bf16 activations, every call on its own
+copy of the weights (so that they stream from HBM), timed inside CUDA graphs. Writes quant_sweep.json into --out
+(rewritten as it goes); stops starting new sweeps after --budget-s seconds. Run from the repo root:
+  python benchmarks/quant_sweep.py --out $OUT [--only gemv|qmm]
 """
 import argparse, json, sys, time
 from pathlib import Path
@@ -11,15 +12,22 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_bench import GEMV_SHAPES, _quant_copies, graph_us  # noqa: E402
+from gpu_bench import GEMV_SHAPES, _quant_copies, graph_us, rel_err  # noqa: E402
 
 GEMV_CONFIGS = {   # (block_n, block_k in weights), each with 4 and 8 warps, 1 and 3 stages
     8: [(2, 4096), (4, 4096), (4, 2048), (8, 2048), (4, 1024), (8, 1024), (16, 1024), (16, 512), (32, 256)],
     4: [(4, None), (8, None), (16, None), (32, None), (64, None), (128, None)]}
-QMM_CONFIGS = [(16, 64, 128, 4, 4), (16, 128, 128, 4, 4), (32, 64, 128, 4, 4), (32, 128, 128, 4, 3),
-               (64, 64, 128, 4, 3), (64, 128, 64, 4, 4), (64, 128, 128, 4, 3), (128, 128, 64, 8, 3),
-               (128, 128, 128, 8, 3), (128, 256, 64, 8, 3), (256, 64, 64, 8, 3), (256, 128, 64, 8, 3),
-               (128, 64, 128, 4, 3)]   # block_m, block_n, block_k, warps, stages
+QMM_ROWS = (64, 256, 16, 128, 2048, 32, 512, 8, 4, 8192)     # the decode sizes that matter most first
+
+
+def qmm_configs(M):
+    "qmm tilings for M rows: row tiles near M, 64-row weight tiles (128 with 8 warps for big row tiles), K in shares."
+    p2 = 1 << max(0, (M - 1).bit_length())
+    block_ms = [16] if M <= 16 else {32: [32], 64: [64], 128: [64, 128], 256: [64, 128, 256]}.get(p2, [128, 256])
+    return [dict(block_m=bm, block_n=bn, block_k=64 if bm >= 256 else 128, num_warps=8 if bn == 128 else 4,
+                 num_stages=4 if bm <= 32 else 3, split=split)
+            for bm in block_ms for bn in (64, 128) for split in (1, 2, 4)
+            if (bn == 64 or bm >= 128) and (split == 1 or M < 2048)]
 
 
 def model_calls(kind, x, h, nw, rope, copies, fmt, tiling):
@@ -40,6 +48,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=".")
     p.add_argument("--budget-s", type=float, default=420)
+    p.add_argument("--only", choices=("gemv", "qmm"), default=None, help="one of the two sweeps")
     args = p.parse_args()
     from mini_vllm.loading import ModelConfig
     from mini_vllm.model import rope_tables
@@ -50,7 +59,7 @@ def main():
     save = lambda: (out / "quant_sweep.json").write_text(json.dumps(res, indent=1))
     torch.manual_seed(0)
     cos, sin = (t.cuda() for t in rope_tables(ModelConfig("llama", 32000, 2048, 22, 32, 4, 64, 5632, 2048, 1e-5)))
-    kinds = {"qkv": "qkv", "o": "narrow", "gate_up": "swiglu", "down": "deep"}
+    kinds = {} if args.only == "qmm" else {"qkv": "qkv", "o": "narrow", "gate_up": "swiglu", "down": "deep"}
     for name, kind in kinds.items():
         N, K = GEMV_SHAPES[name]
         lin = torch.nn.Linear(K, N, bias=False, device="cuda", dtype=torch.bfloat16)
@@ -81,26 +90,40 @@ def main():
                 print(f"{name} M={M} {fmt}: best {best} {ok.get(best, float('nan')):.1f} us of {len(timings)}",
                       flush=True)
                 save()
-        if name == "gate_up" or name == "down":
-            for M in (16, 64, 256, 2048):
-                if time.perf_counter() - t0 > args.budget_s: break
-                x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-                row = {"cublas_bf16": graph_us([lambda w=w: torch.nn.functional.linear(x, w) for w in copies["bf16"]])}
-                for fmt in ("int8", "int4"):
-                    for bm, bn, bk, warps, stages in QMM_CONFIGS:
-                        t = dict(block_m=bm, block_n=bn, block_k=bk, num_warps=warps, num_stages=stages)
-                        try: row[f"{fmt}_{bm}x{bn}x{bk}_w{warps}_s{stages}"] = graph_us(
-                            [lambda w=w, q=q: qmm(x, w, **q, **t) for w, q in copies[fmt]])
-                        except Exception as e: row[f"{fmt}_{bm}x{bn}x{bk}_w{warps}_s{stages}"] = repr(e)[:200]
-                res["qmm"][f"{name}_M{M}"] = row
-                for fmt in ("int8", "int4"):
-                    ok = {k: v for k, v in row.items() if k.startswith(fmt) and isinstance(v, float)}
-                    b = min(ok, key=ok.get) if ok else None
-                    print(f"qmm {name} M={M} {fmt}: best {b} {ok.get(b, float('nan')):.1f} us; cuBLAS bf16 "
-                          f"{row['cublas_bf16']:.1f}", flush=True)
-                save()
         del copies
         torch.cuda.empty_cache()
+    layers = {}                                  # qmm: every shape for each row count, most important first
+    for name in ([] if args.only == "gemv" else ("qkv", "o", "gate_up", "down")):
+        N, K = GEMV_SHAPES[name]
+        lin = torch.nn.Linear(K, N, bias=False, device="cuda", dtype=torch.bfloat16)
+        torch.nn.init.normal_(lin.weight, std=0.02)
+        layers[name] = (K, _quant_copies(lin, max(2, (256 << 20) // (N * K * 2))))
+    for M in QMM_ROWS if layers else ():
+        for name, (K, copies) in layers.items():
+            if time.perf_counter() - t0 > args.budget_s: break
+            x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+            row = {"cublas_bf16": graph_us([lambda w=w: torch.nn.functional.linear(x, w) for w in copies["bf16"]])}
+            for fmt in ("int8", "int4"):
+                layer, q0 = copies[fmt + "_layer"], copies[fmt][0][1]
+                ref = x.float() @ layer.dequantize(torch.float32).T
+                row[fmt + "_default"] = graph_us([lambda w=w, q=q: qmm(x, w, **q) for w, q in copies[fmt]])
+                for t in qmm_configs(M):
+                    key = (f"{fmt}_{t['block_m']}x{t['block_n']}x{t['block_k']}_w{t['num_warps']}_s{t['num_stages']}"
+                           f"_k{t['split']}")
+                    try:
+                        err = rel_err(qmm(x, layer.qweight, **q0, **t), ref)
+                        row[key] = graph_us([lambda w=w, q=q: qmm(x, w, **q, **t) for w, q in copies[fmt]])
+                        if err > 2e-2: row[key] = f"error {err:.1e}"
+                    except Exception as e: row[key] = repr(e)[:200]
+            res["qmm"][f"{name}_M{M}"] = row
+            for fmt in ("int8", "int4"):
+                ok = {k: v for k, v in row.items() if k.startswith(fmt + "_") and k != fmt + "_default"
+                      and isinstance(v, float)}
+                b = min(ok, key=ok.get) if ok else None
+                res["best"][f"qmm_{name}_M{M}_{fmt}"] = (b, ok.get(b))
+                print(f"qmm {name} M={M} {fmt}: best {b} {ok.get(b, float('nan')):.1f} us, QMM_TILING "
+                      f"{row[fmt + '_default']:.1f}; cuBLAS bf16 {row['cublas_bf16']:.1f}", flush=True)
+            save()
     res["seconds"] = time.perf_counter() - t0
     save()
 
