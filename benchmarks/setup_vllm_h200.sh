@@ -8,7 +8,7 @@
 #
 # 1. downloads into .vllm-wheels/: with --no-deps vLLM itself and the packages that would drag in torch or CUDA
 #    libraries; with their dependencies the rest of what vLLM's engine and OpenAI server import, and what
-#    `mini-vllm serve` needs (fastcore, fastapi, uvicorn, sse-starlette);
+#    `mini-vllm serve` needs (fastcore, fastapi, uvicorn);
 # 2. deletes every wheel of a package the image already has (IMAGE below) and keeps one version per package;
 # 3. checks the closure: every Requires-Dist of every kept wheel (no extras, markers for CPython 3.12 on x86-64
 #    Linux) is in the image or kept, with the version asked for where the version is known. What vLLM declares but

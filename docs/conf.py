@@ -32,7 +32,7 @@ myst_heading_anchors = 3
 suppress_warnings = ["myst.header", "mystnb.unknown_mime_type"]
 
 # The API reference imports the package; what cannot be imported on this machine is mocked.
-OPTIONAL = ("triton", "fastapi", "uvicorn", "sse_starlette", "prometheus_client", "openai", "httpx")
+OPTIONAL = ("triton", "fastapi", "uvicorn", "prometheus_client", "openai", "httpx")
 autodoc_mock_imports = [m for m in OPTIONAL if importlib.util.find_spec(m) is None]
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_member_order = "bysource"
