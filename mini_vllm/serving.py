@@ -89,7 +89,7 @@ async def until_disconnected(receive, coro):
 
 # %% ../nbs/06b2_serving.ipynb #f0fd843a
 class EventStream(StreamingResponse):
-    "Server-sent events: each item of `events` (a str) as one `data:` event, until it ends or the client leaves."
+    "Server-sent events: each item of `events` (one line, as JSON is) is a `data:` event, until the client leaves."
     def __init__(self, events):
         super().__init__(events, media_type="text/event-stream",
                          headers={"cache-control": "no-store", "x-accel-buffering": "no"})
