@@ -6,7 +6,7 @@ copy of the weights (so that they stream from HBM), timed inside CUDA graphs. Wr
 (rewritten as it goes); stops starting new sweeps after --budget-s seconds. Run from the repo root:
   python benchmarks/quant_sweep.py --out $OUT [--only gemv|qmm]
 """
-import argparse, json, sys, time
+import argparse, json, os, sys, time
 from pathlib import Path
 
 import torch
@@ -55,7 +55,8 @@ def main():
     from mini_vllm.quant_kernels import qmm
     out, t0 = Path(args.out), time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    res = {"gemv": {}, "qmm": {}, "best": {}}
+    res = {"env": {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "command": " ".join(sys.argv),
+                   "commit": os.environ.get("MINI_VLLM_COMMIT", "unknown")}, "gemv": {}, "qmm": {}, "best": {}}
     save = lambda: (out / "quant_sweep.json").write_text(json.dumps(res, indent=1))
     torch.manual_seed(0)
     cos, sin = (t.cuda() for t in rope_tables(ModelConfig("llama", 32000, 2048, 22, 32, 4, 64, 5632, 2048, 1e-5)))

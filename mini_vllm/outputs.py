@@ -9,6 +9,7 @@ __all__ = ['CompletionOutput', 'RequestOutput', 'IncrementalDetokenizer', 'Strea
            'OutputProcessor']
 
 # %% ../nbs/04e1_outputs.ipynb #o1a2b3c4
+import functools
 from dataclasses import dataclass
 
 from .scheduler import Request, RequestStatus
@@ -62,10 +63,9 @@ class IncrementalDetokenizer:
 class StreamDetokenizer(IncrementalDetokenizer):
     "The same text from the tokenizers library's own incremental decoder: one call per token."
     def __init__(self, tokenizer, prompt_ids: list[int], context: int = 6):
-        from tokenizers.decoders import DecodeStream
         super().__init__(tokenizer, prompt_ids, context)
         self.backend, self.held = tokenizer.backend_tokenizer, False           # held: text of a partial character
-        self.stream = DecodeStream(ids=self.ids[:self.start], skip_special_tokens=True)
+        self.stream = _decode_stream()(ids=self.ids[:self.start], skip_special_tokens=True)
 
     def update(self, new_ids: list[int], final: bool = False) -> str:
         self.ids += new_ids
@@ -80,14 +80,21 @@ class StreamDetokenizer(IncrementalDetokenizer):
         return delta
 
 
-def detokenizer(tokenizer, prompt_ids: list[int]) -> IncrementalDetokenizer:
-    "A StreamDetokenizer where the tokenizer allows one, else an IncrementalDetokenizer."
+@functools.cache
+def _decode_stream():
+    "The tokenizers library's DecodeStream, or None where it is missing or too old to take prompt ids."
     try:
         from tokenizers.decoders import DecodeStream
-        DecodeStream(ids=[], skip_special_tokens=True)                        # older tokenizers take no `ids`
-        fast = hasattr(tokenizer, "backend_tokenizer") and not getattr(tokenizer, "clean_up_tokenization_spaces", 0)
+        DecodeStream(ids=[], skip_special_tokens=True)
+        return DecodeStream
     except (ImportError, TypeError):
-        fast = False
+        return None
+
+
+def detokenizer(tokenizer, prompt_ids: list[int]) -> IncrementalDetokenizer:
+    "A StreamDetokenizer where the tokenizer allows one, else an IncrementalDetokenizer."
+    fast = (_decode_stream() is not None and hasattr(tokenizer, "backend_tokenizer")
+            and not getattr(tokenizer, "clean_up_tokenization_spaces", False))
     return (StreamDetokenizer if fast else IncrementalDetokenizer)(tokenizer, prompt_ids)
 
 

@@ -95,11 +95,12 @@ def qmm(x, w, scales, zeros=None, group_size=None, bias=None, **tiling):
     block_k = group_size if bits == 4 else t["block_k"]                    # an int4 chunk is one group
     tiles = triton.cdiv(M, t["block_m"]) * triton.cdiv(N, t["block_n"])
     split = t.get("split") or qmm_split(tiles, triton.cdiv(K, block_k), M)
-    sums = torch.empty(tiles * split * t["block_n"] * t["block_m"] if split > 1 else 1, dtype=torch.float32,
-                       device=x.device)
+    sums, counts = out, out                                                # not read without shares
+    if split > 1:
+        sums = torch.empty(tiles * split * t["block_n"] * t["block_m"], dtype=torch.float32, device=x.device)
+        counts = _arrival_counts(x.device, tiles)
     _qmm_kernel[(tiles, split)](x, w, scales, zeros if zeros is not None else scales,
-                                bias if bias is not None else scales, out, sums,
-                                _arrival_counts(x.device, tiles) if split > 1 else sums, M, N, K, x.stride(0),
+                                bias if bias is not None else scales, out, sums, counts, M, N, K, x.stride(0),
                                 out.stride(0), HAS_BIAS=bias is not None, WBITS=bits, GROUP=group_size or 1,
                                 HAS_ZERO=zeros is not None, BLOCK_M=t["block_m"], BLOCK_N=t["block_n"],
                                 BLOCK_K=block_k, GROUP_N=8, SPLIT=split, IEEE=x.dtype == torch.float32,
