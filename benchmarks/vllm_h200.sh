@@ -24,7 +24,7 @@
 # Environment: CONC (the ramp's concurrencies, default 1,16,64,256), ENGINES (offline's engines, default
 # vllm,mini_vllm,hf,vllm_seqs256), BUDGET (offline's seconds, default 480), APPEND=1 (offline keeps the engines of an
 # earlier offline in its JSON), SBS_ARGS (more arguments for vllm_side_by_side.py: `--smoke --device cpu` checks the
-# stage on a CPU), MINI_VLLM_COMMIT.
+# stage on a CPU), MINI_SERVE_ARGS (more arguments for `mini-vllm serve`, e.g. --async-scheduling), MINI_VLLM_COMMIT.
 set -u
 OUT=${OUT:-$PWD/vllm_h200_out}
 PARTS=/tmp/vllm_parts VSITE=/tmp/vsite WORK=/tmp/vllm_work
@@ -111,7 +111,7 @@ serve_mini() {      # load_test.py starts `mini-vllm serve` itself (its own proc
     mkdir -p "$WORK/serve"
     timeout -s TERM 240 python3 benchmarks/load_test.py --tinyllama --prompt-mode ids --label mini_vllm_h200$SUFFIX \
         "${LOAD[@]}" --input-len 512 --output-len 256 --max-seconds-per-level 30 --warmup 256 \
-        --out "$WORK/serve" -- --dtype bfloat16 --attention-backend triton > "$WORK/serve/load_test_mini.log" 2>&1
+        --out "$WORK/serve" -- --dtype bfloat16 --attention-backend triton ${MINI_SERVE_ARGS:-} > "$WORK/serve/load_test_mini.log" 2>&1
     echo "[serve_mini] load test rc=$?"
     gpu_cleanup
     cp "$WORK/serve/load_test_mini_vllm_h200$SUFFIX.json" "$OUT/" 2>/dev/null

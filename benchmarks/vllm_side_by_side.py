@@ -11,6 +11,8 @@ group of each is killed when it ends (vLLM's engine-core process outlives the Py
   hf            transformers continuous batching (paged|sdpa, CUDA graphs; hf_baselines.run_continuous), public
                 workload only
   vllm_seqs256  vLLM with max_num_seqs=256, mini_vllm's (vLLM's own default on a GPU of 70 GiB or more is 1024)
+  mini_vllm_async  the mini_vllm engines with `async_scheduling=True` (chapter 04k: one decode step at a time, the next
+                launched before the host reads this one's tokens) instead of 32-step windows
   mini_vllm_default  `mini_vllm.LLM(folder, dtype=..., load_format="dummy")`, every engine argument at its default
                 (on a GPU `attention_backend="auto"` resolves to the Triton kernels and CUDA graphs), batch 1 on the
                 same engine; not in the default --engines
@@ -37,9 +39,9 @@ sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(HERE))
 from workload import draw_workload, public_workload, tinyllama_config_dir, workload_stats  # noqa: E402
 
 NEED = {"vllm": 150, "mini_vllm": 100, "hf": 230, "vllm_seqs256": 120,       # seconds an engine needs, start included
-        "mini_vllm_default": 70}
+        "mini_vllm_default": 70, "mini_vllm_async": 100}
 CAP = {"vllm": 330, "mini_vllm": 240, "hf": 320, "vllm_seqs256": 300,        # its process's limit
-       "mini_vllm_default": 200}
+       "mini_vllm_default": 200, "mini_vllm_async": 240}
 JSON_NAME = "vllm_side_by_side_h200.json"
 
 
@@ -120,7 +122,7 @@ def child_vllm_seqs256(model_dir, a, res, save):
     child_vllm(model_dir, a, res, save, max_num_seqs=256)
 
 
-def child_mini_vllm(model_dir, a, res, save, defaults=False):
+def child_mini_vllm(model_dir, a, res, save, defaults=False, overlapped=False):
     import gc, torch
     from mini_vllm import LLM, SamplingParams
     cuda = a.device == "cuda"
@@ -129,6 +131,7 @@ def child_mini_vllm(model_dir, a, res, save, defaults=False):
     if not defaults: base.update(max_num_seqs=256, max_model_len=2048)
     if not cuda: base.update(device="cpu")
     elif not defaults: base.update(attention_backend="triton", num_scheduler_steps=32, max_num_batched_tokens=16384)
+    if overlapped: base.update(num_scheduler_steps=1, async_scheduling=True)
     res["kwargs"] = base
     if cuda: res["gpu"] = torch.cuda.get_device_name(0)
     greedy = lambda n: SamplingParams(temperature=0, max_tokens=n, ignore_eos=True)
@@ -156,6 +159,11 @@ def child_mini_vllm_default(model_dir, a, res, save):
     child_mini_vllm(model_dir, a, res, save, defaults=True)
 
 
+def child_mini_vllm_async(model_dir, a, res, save):
+    "The mini_vllm engines, one step ahead (`async_scheduling=True`) instead of 32-step windows."
+    child_mini_vllm(model_dir, a, res, save, overlapped=True)
+
+
 def child_hf(model_dir, a, res, save):
     import torch
     import hf_baselines as hb
@@ -171,7 +179,7 @@ def child_hf(model_dir, a, res, save):
 
 
 CHILDREN = {"vllm": child_vllm, "mini_vllm": child_mini_vllm, "hf": child_hf, "vllm_seqs256": child_vllm_seqs256,
-            "mini_vllm_default": child_mini_vllm_default}
+            "mini_vllm_default": child_mini_vllm_default, "mini_vllm_async": child_mini_vllm_async}
 
 
 # --- parent ---------------------------------------------------------------------------------------------------

@@ -155,6 +155,8 @@ def add_serve_parser(sub):
     s.add_argument("--no-enable-prefix-caching", dest="enable_prefix_caching", action="store_false",
                    help="turn prefix caching off")
     s.add_argument("--enforce-eager", action="store_true", default=None, help="no CUDA graphs")
+    s.add_argument("--async-scheduling", action="store_true", default=None,
+                   help="one decode step at a time, the next launched before this one's tokens are read (04k)")
 
 # %% ../nbs/08_cli.ipynb #e4245e04
 def build_server(args):
@@ -165,7 +167,8 @@ def build_server(args):
         raise ValueError(f"--max-waiting must be >= 0, got {args.max_waiting}")
     path = resolve_model_path(args.model)
     engine_args = {f[2:].replace("-", "_"): getattr(args, f[2:].replace("-", "_")) for f, *_ in ENGINE_ARGS}
-    engine_args.update(enable_prefix_caching=args.enable_prefix_caching, enforce_eager=args.enforce_eager)
+    engine_args.update(enable_prefix_caching=args.enable_prefix_caching, enforce_eager=args.enforce_eager,
+                       async_scheduling=args.async_scheduling)
     engine = LLMEngine(path, **{k: v for k, v in engine_args.items() if v is not None})
     name = args.served_model_name or (DEFAULT_MODEL if args.model in DEFAULT_MODEL_ALIASES else path.name)
     api_key = args.api_key or os.environ.get("MINI_VLLM_API_KEY") or None

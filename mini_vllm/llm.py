@@ -20,6 +20,7 @@ from .build import auto_num_blocks, check_engine_args, load_engine_model, make_r
 from .loading import load_tokenizer
 from .model import resolve_device
 from .model_runner import StepResult
+from .overlap import collect, launch
 from .outputs import CompletionOutput, OutputProcessor, PromptState, RequestOutput  # noqa: F401 (vLLM's names)
 from .paged_attention import PagedKVCache, get_attention_backend
 from .sampling import ParamError, SamplingParams, make_generator
@@ -40,9 +41,15 @@ class LLMEngine:
                  enable_prefix_caching: bool = True, attention_backend: str = "auto", load_format: str = "auto",
                  seed: int = 0, kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.9,
                  num_scheduler_steps: int | None = None, enforce_eager: bool = False, tensor_parallel_size: int = 1,
-                 tp_timeout_s: float = 60.0, quantization: str | None = None, runner_factory=make_runner):
+                 tp_timeout_s: float = 60.0, quantization: str | None = None, async_scheduling: bool = False,
+                 runner_factory=make_runner):
         check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len,
                           gpu_memory_utilization, num_scheduler_steps)
+        if async_scheduling and (num_scheduler_steps or 1) > 1:
+            raise ValueError(f"async_scheduling runs one decode step at a time: num_scheduler_steps must be 1 or "
+                             f"None with it, got {num_scheduler_steps}")
+        if async_scheduling and tensor_parallel_size > 1:
+            raise ValueError("async_scheduling needs tensor_parallel_size 1 (the ranks follow rank 0 step by step)")
         if attention_backend != "auto":
             get_attention_backend(attention_backend)              # a bad name fails before loading
         attention_backend = resolve_backend(attention_backend, resolve_device(device))
@@ -62,7 +69,7 @@ class LLMEngine:
             self.max_model_len = max_model_len or min(cfg.max_position_embeddings, num_kv_blocks * block_size)
             self.kv = KVCacheManager(num_kv_blocks, block_size, enable_prefix_caching)
             self.cache = PagedKVCache.allocate(cfg, num_kv_blocks + 1, block_size, self.dtype, self.device)  # + scratch
-            steps = num_scheduler_steps or (32 if self.device.type == "cuda" else 1)
+            steps = num_scheduler_steps or (32 if self.device.type == "cuda" and not async_scheduling else 1)
             self.scheduler = Scheduler(self.kv, max_num_seqs, budget, self.max_model_len, steps)  # checks before graphs
             self.runner = runner_factory(self, attention_backend, enforce_eager)
             self.scheduler.num_lookahead_slots = self.runner.num_lookahead_slots
@@ -74,6 +81,7 @@ class LLMEngine:
             raise
         self.output_processor = OutputProcessor(self.tokenizer)
         self.ids = itertools.count()
+        self.async_scheduling, self.in_flight = async_scheduling, None    # chapter 04k's loop, and its step on the GPU
 
     # -- requests in --------------------------------------------------------------------------------------------
     def _tokenize(self, prompt) -> tuple[str | None, list[int]]:
@@ -142,6 +150,8 @@ class LLMEngine:
         With `emit`, a window of decode steps hands its outputs to `emit(outputs)` step by step, as each step's tokens
         reach the host, while the GPU runs the steps after it; whenever `ready()` says the caller has not caught up
         yet, they wait for a later step (and then carry several tokens)."""
+        if self.async_scheduling:
+            return self._step_overlapped()
         out = self.scheduler.schedule()
         if not len(out):
             return []
@@ -150,9 +160,11 @@ class LLMEngine:
         out, result, failed = self._execute(out)
         return failed + self.output_processor.outputs(self._record(out, result))
 
-    def _record(self, out: SchedulerOutput, result: StepResult) -> dict[str, PromptState]:
-        "Hand a step's tokens to the scheduler and the rest to the output processor; the prompts that progressed."
-        progressed, stopped = self.output_processor.record(self.scheduler.update(out, result.tokens), result.logprobs)
+    def _record(self, out: SchedulerOutput, result: StepResult, launched: bool = False) -> dict[str, PromptState]:
+        """Hand a step's tokens to the scheduler and the rest to the output processor; the prompts that progressed.
+        `launched`: the step's tokens were counted when it was launched (04k)."""
+        updated = self.scheduler.update(out, result.tokens, launched)
+        progressed, stopped = self.output_processor.record(updated, result.logprobs)
         for req in stopped:                                       # a stop string ends it, and wins over max_tokens
             if req.status.is_finished:
                 req.status = RequestStatus.FINISHED_STOPPED
@@ -315,6 +327,34 @@ def _stream_window(self: LLMEngine, out: SchedulerOutput, emit, ready=None) -> l
         emit(outputs_of(progressed))                 # what was recorded is reported; the caller fails the rest
         raise
     return outputs_of(progressed)
+
+# %% ../nbs/04e_llm.ipynb #021840ee
+@patch
+def _step_overlapped(self: LLMEngine) -> list[RequestOutput]:
+    "Schedule and launch the next step, then record the one before it (chapter 04k)."
+    out, launched = self.scheduler.schedule(), None
+    if len(out):
+        try: launched = launch(self.runner, out, self.in_flight)
+        except EngineDeadError: raise
+        except Exception:                                   # nothing was counted: the step runs again, checked
+            done = self._drain()
+            out, result, failed = self._execute(out)
+            return done + failed + self.output_processor.outputs(self._record(out, result))
+        self.scheduler.launch(out)
+    done = self._drain()
+    self.in_flight = launched
+    return done
+
+@patch
+def _drain(self: LLMEngine) -> list[RequestOutput]:
+    "Wait for the step in flight, if any, and record its tokens; outputs of the prompts that progressed."
+    step, self.in_flight = self.in_flight, None
+    if step is None: return []
+    try: result = collect(step)
+    except BaseException:
+        for r in step.sampling: r.num_pending -= 1          # never coming
+        raise
+    return self.output_processor.outputs(self._record(step.out, result, launched=True))
 
 # %% ../nbs/04e_llm.ipynb #f452a940
 def _as_prompt_list(prompts) -> list:

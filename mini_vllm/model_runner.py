@@ -9,14 +9,14 @@ __all__ = ['StepInputs', 'StepResult', 'StepTokens', 'advance', 'ModelRunner']
 
 # %% ../nbs/04d_model_runner.ipynb #1e266775
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
 import torch
 
 from .block_pool import KVCacheManager
 from .paged_attention import AttentionMetadata, PagedKVCache, get_attention_backend
-from .sampling import SamplingTensors, sample
+from .sampling import SamplingTensors, sample, to_device
 from .scheduler import Request, SchedulerOutput, samples
 
 # %% ../nbs/04d_model_runner.ipynb #9ce8037b
@@ -27,6 +27,7 @@ class StepInputs:
     meta: AttentionMetadata
     logits_indices: torch.Tensor   # (S,) rows of the step whose logits are sampled
     sampling: list[Request]        # the S requests that get a token
+    pending: list = field(default_factory=list)   # (index in input_ids, request) of inputs still on the GPU (04k)
 
 # %% ../nbs/04d_model_runner.ipynb #ffaedc7a
 @dataclass
@@ -39,7 +40,7 @@ def _mask_stop_tokens(logits: torch.Tensor, reqs: list[Request]):
     "min_tokens: forbid a request's stop tokens until it has produced that many tokens."
     for i, r in enumerate(reqs):
         p = r.sampling_params
-        if len(r.output_token_ids) < p.min_tokens:
+        if len(r.output_token_ids) + r.num_pending < p.min_tokens:
             if r.stop_ids: logits[i, list(r.stop_ids)] = -math.inf   # the stop set the scheduler checks
 
 def _logprobs(logits: torch.Tensor, tokens: torch.Tensor, reqs: list[Request]) -> dict:
@@ -112,19 +113,23 @@ class ModelRunner:
 
     def prepare(self, out: SchedulerOutput) -> StepInputs:
         "Flatten a step's tokens and build its attention metadata."
-        ids, query_lens, seq_lens, tables, rows = [], [], [], [], []
+        ids, query_lens, seq_lens, tables, rows, pending = [], [], [], [], [], []
         for i, (req, n) in enumerate(zip(out.requests, out.num_new_tokens)):
             s = req.num_computed_tokens
-            ids += req.all_token_ids[s:s + n]
+            known = req.all_token_ids[s:s + n]
+            if len(known) < n:                                  # its last token is still on the GPU (04k)
+                pending.append((len(ids) + len(known), req))
+                known.append(0)
+            ids += known
             query_lens.append(n)
             seq_lens.append(s + n)
             tables.append(self.kv.block_table(req.request_id))
             if samples(req, n): rows.append(i)
         meta = AttentionMetadata.build(query_lens, seq_lens, tables, self.kv.block_size, self.device)
         ends = list(accumulate(query_lens))                     # a request's last new token is at ends[i] - 1
-        return StepInputs(torch.tensor(ids, device=self.device), meta,
-                          torch.tensor([ends[i] - 1 for i in rows], dtype=torch.long, device=self.device),
-                          [out.requests[i] for i in rows])
+        return StepInputs(to_device(ids, self.device, torch.long), meta,
+                          to_device([ends[i] - 1 for i in rows], self.device, torch.long),
+                          [out.requests[i] for i in rows], pending)
 
     def logits(self, input_ids: torch.Tensor, meta: AttentionMetadata, rows: torch.Tensor) -> torch.Tensor:
         "One forward pass over a step's tokens; the fp32 logits at `rows`."
@@ -140,17 +145,23 @@ class ModelRunner:
         """Run the step (num_steps decode steps in a row, if asked); sampled tokens for each request that reached its
         end. `on_step(i, tokens)` is given each decode step's tokens as they reach the host (see `fetch_tokens`)."""
         x = self.prepare(out)
+        first, st, logprobs = self.forward_sample(x)
+        if first is None: return StepResult({}, {})
+        steps = self.decode_steps(first, x.meta, x.logits_indices, st, num_steps, each_step=on_step is not None)
+        tokens = self.fetch_tokens(steps, x.sampling, st, on_step)      # (S, num_steps): the only host sync
+        return StepResult(dict(zip((r.request_id for r in x.sampling), tokens)), logprobs)
+
+    def forward_sample(self, x: StepInputs) -> tuple:
+        """The forward pass and one token for each request that samples, left on the device: (tokens, the batch's
+        SamplingTensors, log-probabilities for the requests that asked); (None, None, {}) if none samples."""
         logits = self.logits(x.input_ids, x.meta, x.logits_indices)
-        if not x.sampling: return StepResult({}, {})
+        if not x.sampling: return None, None, {}
         raw = logits.clone() if any(r.sampling_params.logprobs is not None for r in x.sampling) else None
         _mask_stop_tokens(logits, x.sampling)
         st = SamplingTensors.from_params([r.sampling_params for r in x.sampling], [r.generator for r in x.sampling],
                                          self.device)
-        steps = self.decode_steps(self.sample_tokens(logits, st), x.meta, x.logits_indices, st, num_steps,
-                                  each_step=on_step is not None)
-        tokens = self.fetch_tokens(steps, x.sampling, st, on_step)      # (S, num_steps): the only host sync
-        return StepResult(dict(zip((r.request_id for r in x.sampling), tokens)),
-                          _logprobs(raw, steps.device[0], x.sampling) if raw is not None else {})
+        tokens = self.sample_tokens(logits, st)
+        return tokens, st, (_logprobs(raw, tokens, x.sampling) if raw is not None else {})
 
     def decode_steps(self, first: torch.Tensor, meta, rows, st: SamplingTensors, num_steps: int,
                      each_step: bool = False) -> StepTokens:

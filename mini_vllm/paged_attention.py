@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from .loading import ModelConfig
+from .sampling import to_device
 
 # %% ../nbs/04c_paged_attention.ipynb #cdb8a159
 @dataclass
@@ -69,7 +70,7 @@ class AttentionMetadata:
         # (N,) position of each token
         pos = torch.arange(int(qsl[-1])) - qsl[req] + (sl - ql)[req]
         slots = bt[req, pos // block_size].long() * block_size + pos % block_size                     # (N,)
-        to = lambda t: t.to(device, non_blocking=True)
+        to = lambda t: to_device(t, device)
         return cls(to(pos), to(slots), to(qsl.int()), to(sl.int()), to(bt), max(query_lens), max(seq_lens),
                    list(query_lens))
 

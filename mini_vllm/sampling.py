@@ -6,7 +6,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/sampling.html.md"""
 
 # %% auto #0
 __all__ = ['GREEDY_EPS', 'MAX_LOGPROBS', 'MAX_N', 'MAX_STOP', 'MAX_STOP_LEN', 'MAX_TOKEN_LIST', 'MAX_BIAS', 'INT64', 'ParamError',
-           'SamplingParams', 'logits_to_probs', 'make_generator', 'SamplingTensors', 'sample']
+           'SamplingParams', 'logits_to_probs', 'to_device', 'make_generator', 'SamplingTensors', 'sample']
 
 # %% ../nbs/00b_sampling.ipynb #fb25f26d
 import math, reprlib
@@ -136,6 +136,12 @@ def logits_to_probs(logits: torch.Tensor, temperature: torch.Tensor,
     return torch.empty_like(ranked).scatter_(-1, order, ranked.softmax(-1))  # back to vocabulary order
 
 # %% ../nbs/00b_sampling.ipynb #3e09a5c1
+def to_device(values, device, dtype=None) -> torch.Tensor:
+    """`values` (a list or a host tensor) as a tensor on `device`; to a GPU through pinned memory, queued behind the
+    work already on the stream, without waiting for it."""
+    t = torch.as_tensor(values, dtype=dtype)
+    return t.pin_memory().to(device, non_blocking=True) if torch.device(device).type == "cuda" else t.to(device)
+
 def make_generator(seed: int | None, device="cpu") -> torch.Generator | None:
     "A generator seeded with `seed`, or None for unseeded requests."
     return None if seed is None else torch.Generator(device).manual_seed(seed)
@@ -153,7 +159,7 @@ class SamplingTensors:
     @classmethod
     def from_params(cls, params: list[SamplingParams], generators=None, device="cpu") -> "SamplingTensors":
         "Build the tensors for a batch from each request's `SamplingParams`."
-        f = lambda xs, dt: torch.tensor(xs, dtype=dt, device=device)
+        f = lambda xs, dt: to_device(xs, device, dt)
         top_k = f([p.top_k or 0 for p in params], torch.long) if any(p.top_k for p in params) else None
         top_p = f([p.top_p for p in params], torch.float) if any(p.top_p < 1 for p in params) else None
         bias = [(i, t, b) for i, p in enumerate(params) for t, b in (p.logit_bias or {}).items()]

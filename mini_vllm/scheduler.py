@@ -42,6 +42,7 @@ class Request:
     arrival_time: float = field(default_factory=time.monotonic)
     status: RequestStatus = RequestStatus.WAITING
     num_computed_tokens: int = 0             # tokens whose keys and values are in the cache
+    num_pending: int = 0                     # tokens sampled on the GPU that the host has not seen yet (04k)
     num_preemptions: int = 0
     stop_reason: int | str | None = None     # the stop token id or stop string that ended it
     generator: torch.Generator | None = None # per-request seed
@@ -141,7 +142,10 @@ class Scheduler:
         out, budget, i = SchedulerOutput(), self.max_num_batched_tokens, 0
         while i < len(self.running) and budget > 0:                 # 1. running requests, oldest first
             req = self.running[i]
-            n = min(req.num_tokens - req.num_computed_tokens, budget)
+            if req.num_pending and req.room(self.max_model_len) <= req.num_pending:
+                i += 1                                              # the tokens on their way end it (04k)
+                continue
+            n = min(req.num_tokens + req.num_pending - req.num_computed_tokens, budget)
             while self.kv.allocate_slots(req, n) is None:
                 victim = self.running.pop()                         # the newest running request
                 self._preempt(victim)
@@ -156,6 +160,7 @@ class Scheduler:
             break
         while not out.preempted and self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             req = self.waiting[0]                                   # 2. waiting requests, first come first served
+            if req.num_pending: break                               # preempted with a token on its way (04k)
             hits = self.kv.get_computed_blocks(req)
             n = min(req.num_tokens - len(hits) * self.kv.block_size, budget)
             if self.kv.allocate_slots(req, n, hits) is None: break
@@ -168,15 +173,24 @@ class Scheduler:
         out.num_steps = self._decode_window(out)
         return out
 
-    def update(self, out: SchedulerOutput, sampled: dict[str, list[int]]) -> list[Request]:
-        "Record a step's results: computed tokens, sampled tokens; return the requests that got any."
+    def update(self, out: SchedulerOutput, sampled: dict[str, list[int]], launched: bool = False) -> list[Request]:
+        """Record a step's results: computed tokens (unless counted at `launch`, 04k), sampled tokens; return the
+        requests that got any."""
         got = []
         for req, n in zip(out.requests, out.num_new_tokens):
-            req.num_computed_tokens += n + out.num_steps - 1        # a decode window computed num_steps tokens
+            if not launched: req.num_computed_tokens += n + out.num_steps - 1   # a window computed num_steps tokens
             if not (tokens := sampled.get(req.request_id)): continue
+            req.num_pending -= launched
+            if req.status.is_finished: continue                     # ended while the step ran (04k)
             got.append(req)
             if status := accept_tokens(req, tokens, self.max_model_len): self.finish(req, status)
         return got
+
+    def launch(self, out: SchedulerOutput):
+        "A step is on the GPU (04k): count its tokens as computed, and the tokens it samples as on their way."
+        for req, n in zip(out.requests, out.num_new_tokens):
+            req.num_pending += samples(req, n)
+            req.num_computed_tokens += n
 
     def finish(self, req: Request, status: RequestStatus = RequestStatus.FINISHED_ABORTED):
         "End a request: free its blocks and forget it."
@@ -195,7 +209,7 @@ class Scheduler:
 # %% ../nbs/04b_scheduler.ipynb #ea181e4f
 def samples(req: Request, num_new_tokens: int) -> bool:
     "Whether a request scheduled for num_new_tokens produces a token this step."
-    return req.num_computed_tokens + num_new_tokens == req.num_tokens
+    return req.num_computed_tokens + num_new_tokens == req.num_tokens + req.num_pending
 
 # %% ../nbs/04b_scheduler.ipynb #d10632cb
 @patch

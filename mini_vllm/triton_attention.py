@@ -253,6 +253,7 @@ def paged_prefill_attention(out, q, k_cache, v_cache, block_tables, seq_lens, qu
 
 # %% ../nbs/04g1_triton_attention.ipynb #b9e9db26
 from .paged_attention import AttentionMetadata, PagedKVCache
+from .sampling import to_device
 
 BLOCK_M, BLOCK_N = 64, 64                                          # prefill tiles
 
@@ -263,9 +264,8 @@ class TritonPagedAttention:
         self.max_seq_len = max_seq_len or meta.max_seq_len          # a CUDA graph passes max_model_len
         if decode_reqs is None:                                       # an ordinary step: split it on the host
             ql, dev = meta.query_lens, meta.slot_mapping.device
-            decode_reqs = torch.tensor([r for r, n in enumerate(ql) if n == 1],
-                                       dtype=torch.int32).to(dev, non_blocking=True)
-            tiles = torch.tensor(prefill_tiles(ql, BLOCK_M), dtype=torch.int32).view(-1, 2).to(dev, non_blocking=True)
+            decode_reqs = to_device([r for r, n in enumerate(ql) if n == 1], dev, torch.int32)    # pinned: no wait
+            tiles = to_device(prefill_tiles(ql, BLOCK_M), dev, torch.int32).view(-1, 2)
         self.decode_reqs, self.tiles = decode_reqs, tiles if tiles is not None else torch.empty(0, 2, dtype=torch.int32)
 
     def _attend(self, layer, q, out, pdl=False):
