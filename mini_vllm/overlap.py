@@ -30,21 +30,38 @@ class InFlight:
 
     def __post_init__(self): self.row = {r.request_id: i for i, r in enumerate(self.sampling)}
 
-def _same_decodes(out: SchedulerOutput, last: InFlight | None) -> bool:
-    """Whether `out` decodes exactly `last`'s requests again, in the same order, with nothing to do to the logits
-    (no log-probabilities, no stop tokens to mask): then its inputs follow from `last`'s on the device."""
-    return (last is not None and last.replayed and len(out.requests) == len(last.sampling)
-            and all(a is b for a, b in zip(out.requests, last.sampling)) and all(n == 1 for n in out.num_new_tokens)
-            and all(r.sampling_params.logprobs is None and len(r.output_token_ids) + r.num_pending
-                    >= r.sampling_params.min_tokens for r in out.requests))
+def _rows_of(out: SchedulerOutput, last: InFlight | None) -> list[int] | None:
+    """`last`'s rows of `out`'s requests, if `out` only decodes requests that `last` decoded (a graph replay), in its
+    order, with nothing to do to the logits (no log-probabilities, no stop tokens to mask); else None."""
+    if last is None or not last.replayed or not all(n == 1 for n in out.num_new_tokens): return None
+    rows = [last.row.get(r.request_id) for r in out.requests]
+    if None in rows or rows != sorted(rows): return None
+    if any(r.sampling_params.logprobs is not None or len(r.output_token_ids) + r.num_pending
+           < r.sampling_params.min_tokens for r in out.requests): return None
+    return rows
+
+def _keep_rows(runner, keep: torch.Tensor):
+    """The graph buffers' rows `keep` moved to the front (positions and lengths; the block tables are copied anew),
+    the rest of their bucket padded: the requests that left the batch are dropped on the device."""
+    m = keep.shape[0]
+    runner.pos[:m], runner.seq_lens[:m] = runner.pos[keep], runner.seq_lens[keep]
+    b = next(x for x in runner.buckets if x >= m)
+    runner._pad(m, b)
+    runner.replayed = (m, b)
 
 def launch(runner: ModelRunner, out: SchedulerOutput, last: InFlight | None) -> InFlight:
     "Queue a step on the device and return without waiting for it; inputs still on the device come from `last`."
-    if _same_decodes(out, last):                     # 04h's way between the steps of a window: one kernel moves
-        runner._copy_tables(out.requests)            # the graph's inputs a token on; the tables may have grown
-        logits, _ = runner.next_logits(last.tokens, None, None)
-        tokens = runner.sample_tokens(logits, last.st)
-        return InFlight(out, last.sampling, tokens, _to_host(tokens), last.st, replayed=True)
+    if (rows := _rows_of(out, last)) is not None:    # 04h's way between the steps of a window: one kernel moves
+        tokens, st = last.tokens, last.st            # the graph's inputs a token on
+        if len(rows) < len(last.sampling):           # requests have left the batch
+            keep = to_device(rows, runner.device, torch.long)
+            _keep_rows(runner, keep)
+            tokens, st = tokens[keep], SamplingTensors.from_params(
+                [r.sampling_params for r in out.requests], [r.generator for r in out.requests], runner.device)
+        runner._copy_tables(out.requests)            # the tables may have grown
+        logits, _ = runner.next_logits(tokens, None, None)
+        tokens = runner.sample_tokens(logits, st)
+        return InFlight(out, list(out.requests), tokens, _to_host(tokens), st, replayed=True)
     x = runner.prepare(out)
     if x.pending:                                    # decodes whose input is the token `last` sampled
         where = to_device([i for i, _ in x.pending], runner.device, torch.long)
