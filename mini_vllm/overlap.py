@@ -27,6 +27,7 @@ class InFlight:
     st: SamplingTensors | None = None         # the sampling settings of `sampling`
     logprobs: dict = field(default_factory=dict)
     replayed: bool = False                    # a CUDA graph ran it: the runner's buffers hold its inputs (04h)
+    tables: list[int] = field(default_factory=list)   # then, the length of each row's block table there
 
     def __post_init__(self): self.row = {r.request_id: i for i, r in enumerate(self.sampling)}
 
@@ -41,27 +42,40 @@ def _rows_of(out: SchedulerOutput, last: InFlight | None) -> list[int] | None:
     return rows
 
 def _keep_rows(runner, keep: torch.Tensor):
-    """The graph buffers' rows `keep` moved to the front (positions and lengths; the block tables are copied anew),
-    the rest of their bucket padded: the requests that left the batch are dropped on the device."""
+    """The graph buffers' rows `keep` moved to the front (positions, lengths, block tables), the rest of their bucket
+    padded: the requests that left the batch are dropped on the device."""
     m = keep.shape[0]
-    runner.pos[:m], runner.seq_lens[:m] = runner.pos[keep], runner.seq_lens[keep]
+    runner.pos[:m], runner.seq_lens[:m], runner.bt[:m] = runner.pos[keep], runner.seq_lens[keep], runner.bt[keep]
     b = next(x for x in runner.buckets if x >= m)
     runner._pad(m, b)
     runner.replayed = (m, b)
 
+def _grow_tables(runner, reqs: list[Request], lens: list[int]) -> list[int]:
+    """Write into the graph's block tables the blocks each request was given since the buffer was written (its table
+    then had `lens[i]` blocks; tables only grow); the new lengths."""
+    rows, cols, blocks, now = [], [], [], []
+    for i, (r, n) in enumerate(zip(reqs, lens)):
+        t = runner.kv.block_table(r.request_id)
+        now.append(len(t))
+        for c in range(n, len(t)): rows.append(i); cols.append(c); blocks.append(t[c])
+    if rows:
+        dev = runner.device
+        runner.bt[to_device(rows, dev, torch.long), to_device(cols, dev, torch.long)] = to_device(blocks, dev, torch.int32)
+    return now
+
 def launch(runner: ModelRunner, out: SchedulerOutput, last: InFlight | None) -> InFlight:
     "Queue a step on the device and return without waiting for it; inputs still on the device come from `last`."
     if (rows := _rows_of(out, last)) is not None:    # 04h's way between the steps of a window: one kernel moves
-        tokens, st = last.tokens, last.st            # the graph's inputs a token on
+        tokens, st, lens = last.tokens, last.st, last.tables   # the graph's inputs a token on
         if len(rows) < len(last.sampling):           # requests have left the batch
             keep = to_device(rows, runner.device, torch.long)
             _keep_rows(runner, keep)
-            tokens, st = tokens[keep], SamplingTensors.from_params(
+            tokens, lens, st = tokens[keep], [lens[i] for i in rows], SamplingTensors.from_params(
                 [r.sampling_params for r in out.requests], [r.generator for r in out.requests], runner.device)
-        runner._copy_tables(out.requests)            # the tables may have grown
+        lens = _grow_tables(runner, out.requests, lens)
         logits, _ = runner.next_logits(tokens, None, None)
         tokens = runner.sample_tokens(logits, st)
-        return InFlight(out, list(out.requests), tokens, _to_host(tokens), st, replayed=True)
+        return InFlight(out, list(out.requests), tokens, _to_host(tokens), st, replayed=True, tables=lens)
     x = runner.prepare(out)
     if x.pending:                                    # decodes whose input is the token `last` sampled
         where = to_device([i for i, _ in x.pending], runner.device, torch.long)
@@ -69,7 +83,9 @@ def launch(runner: ModelRunner, out: SchedulerOutput, last: InFlight | None) -> 
         x.input_ids[where] = last.tokens[rows]
     tokens, st, logprobs = runner.forward_sample(x)
     replayed = getattr(runner, "replayed", None) is not None and len(x.sampling) == len(out.requests)
-    return InFlight(out, x.sampling, tokens, _to_host(tokens) if tokens is not None else None, st, logprobs, replayed)
+    tables = [len(runner.kv.block_table(r.request_id)) for r in x.sampling] if replayed else []
+    return InFlight(out, x.sampling, tokens, _to_host(tokens) if tokens is not None else None, st, logprobs,
+                    replayed, tables)
 
 def collect(step: InFlight) -> StepResult:
     "Wait for a launched step's tokens to reach the host: a token for each request that sampled."
