@@ -28,8 +28,8 @@ class RequestStatus(enum.Enum):
     FINISHED_LENGTH = "length"         # max_tokens or max_model_len reached
     FINISHED_ABORTED = "abort"         # cancelled by the caller
 
-    @property
-    def is_finished(self) -> bool: return self.name.startswith("FINISHED")
+    def __init__(self, value: str):
+        self.is_finished = value in ("stop", "length", "abort")     # read for every request at every step: stored
 
 # %% ../nbs/04b_scheduler.ipynb #0e0a27ae
 @dataclass(eq=False)
