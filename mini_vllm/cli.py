@@ -125,7 +125,8 @@ ENGINE_ARGS = [  # (flag, type, help): passed to LLMEngine when given
     ("--num-scheduler-steps", int, "decode steps per engine step (GPU default: 32)"),
     ("--seed", int, "seed of unseeded sampling"),
     ("--tensor-parallel-size", int, "processes (GPUs) the model is split over, Megatron-style (default: 1)"),
-    ("--quantization", str, "int8 or int4: weight-only quantization of the linear layers (chapter 05)")]
+    ("--quantization", str, "int8 or int4: weight-only quantization of the linear layers (chapter 05)"),
+    ("--stream-interval", int, "a stream's tokens per event at most, after its first (default: 1)")]
 
 SERVER_LIMITS = [  # (flag, type, help): fields of ServerLimits, passed when given
     ("--max-request-seqs", int, "sequences (prompts x n) in one request at most (default: 128)"),

@@ -42,12 +42,14 @@ class LLMEngine:
                  seed: int = 0, kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.9,
                  num_scheduler_steps: int | None = None, enforce_eager: bool = False, tensor_parallel_size: int = 1,
                  tp_timeout_s: float = 60.0, quantization: str | None = None, async_scheduling: bool = False,
-                 runner_factory=make_runner):
+                 stream_interval: int = 1, runner_factory=make_runner):
         check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len,
                           gpu_memory_utilization, num_scheduler_steps)
         if async_scheduling and (num_scheduler_steps or 1) > 1:
             raise ValueError(f"async_scheduling runs one decode step at a time: num_scheduler_steps must be 1 or "
                              f"None with it, got {num_scheduler_steps}")
+        if isinstance(stream_interval, bool) or not isinstance(stream_interval, int) or stream_interval < 1:
+            raise ValueError(f"stream_interval must be an integer >= 1, got {stream_interval!r}")
         if async_scheduling and tensor_parallel_size > 1:
             raise ValueError("async_scheduling needs tensor_parallel_size 1 (the ranks follow rank 0 step by step)")
         if attention_backend != "auto":
@@ -79,7 +81,7 @@ class LLMEngine:
             if self.tp is not None:
                 self.tp.shutdown()                                # a failed start leaves no process behind
             raise
-        self.output_processor = OutputProcessor(self.tokenizer)
+        self.output_processor = OutputProcessor(self.tokenizer, stream_interval)
         self.ids = itertools.count()
         self.async_scheduling, self.in_flight = async_scheduling, None    # chapter 04k's loop, and its step on the GPU
 

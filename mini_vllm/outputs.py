@@ -110,6 +110,7 @@ class PromptState:
     logprobs: list                       # per child: list of per-token dicts, or None
     stream: bool = False
     error: str | None = None             # set when the engine failed the prompt
+    reported: int = 0                    # output tokens (all children) in the last output a stream was given
 
     @property
     def finished(self) -> bool: return all(r.status.is_finished for r in self.children)
@@ -117,8 +118,8 @@ class PromptState:
 # %% ../nbs/04e1_outputs.ipynb #o3c4d5e6
 class OutputProcessor:
     "Each prompt's text, stop strings, samples and log-probabilities, as the `RequestOutput`s its caller sees."
-    def __init__(self, tokenizer):
-        self.tokenizer = tokenizer
+    def __init__(self, tokenizer, stream_interval: int = 1):
+        self.tokenizer, self.stream_interval = tokenizer, stream_interval
         self.prompts: dict[str, PromptState] = {}                  # request id -> its prompt's children
         self.children: dict[str, tuple[PromptState, int]] = {}     # child request id -> (prompt, index)
 
@@ -163,8 +164,16 @@ class OutputProcessor:
         return True
 
     def outputs(self, progressed: dict[str, PromptState]) -> list[RequestOutput]:
-        "What the caller sees of the prompts that progressed: the finished ones, and the streamed ones."
-        return [self.output(p) for p in progressed.values() if p.stream or p.finished]
+        """What the caller sees of the prompts that progressed: the finished ones, and the streamed ones (their first
+        token at once, then whenever `stream_interval` more have come)."""
+        return [self.output(p) for p in progressed.values() if p.finished or p.stream and self._due(p)]
+
+    def _due(self, p: PromptState) -> bool:
+        "Whether a stream is due an output: its first token, or `stream_interval` tokens since the last it was given."
+        n = sum(len(r.output_token_ids) for r in p.children)
+        if p.reported and n - p.reported < self.stream_interval: return False
+        p.reported = n
+        return True
 
     def output(self, p: PromptState) -> RequestOutput:
         "A prompt's `RequestOutput`: every child's text and tokens so far. A finished prompt is then forgotten."
