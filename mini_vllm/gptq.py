@@ -47,16 +47,18 @@ def inverse_hessian_factor(H: torch.Tensor, damp: float) -> torch.Tensor:
 
 # %% ../nbs/05c_gptq.ipynb #c1f4003a
 def gptq_quantize(w: torch.Tensor, H: torch.Tensor, group_size: int, symmetric: bool = True, damp: float = 0.01,
-                  block_size: int = 128, act_order: bool = False) -> GPTQResult:
-    "Int4 for the weight w (N, K) on 05a's grid, chosen with GPTQ for inputs whose H = 2 X^T X is given (K, K)."
+                  block_size: int = 128, act_order: bool = False, static_groups: bool = False) -> GPTQResult:
+    """Int4 for the weight w (N, K) on 05a's grid, chosen with GPTQ for inputs whose H = 2 X^T X is given (K, K).
+    `static_groups`: every group's grid from the original weights, before the loop."""
     N, K = w.shape
     W, H = w.detach().float().clone(), H.clone()                                # (N, K), updated as columns go
     dead = H.diagonal() == 0                                                    # inputs that were always zero
     H[dead, dead] = 1
     W[:, dead] = 0
     G, B = group_size, max(block_size, group_size)
-    grids = [group_grid(W[:, g:g + G], symmetric, w.dtype) for g in range(0, K, G)] if act_order else None
+    grids = {g // G: group_grid(W[:, g:g + G], symmetric, w.dtype) for g in range(0, K, G)} if static_groups else {}
     order = torch.argsort(H.diagonal(), descending=True) if act_order else torch.arange(K)   # (K,)
+    at = torch.argsort(order)                                                   # (K,) where each column comes
     W, U = W[:, order], inverse_hessian_factor(H[order][:, order], damp)       # (N, K), (K, K) upper
     q = torch.empty(N, K, dtype=torch.uint8)
     scales = torch.empty(N, K // G, dtype=w.dtype)
@@ -66,8 +68,13 @@ def gptq_quantize(w: torch.Tensor, H: torch.Tensor, group_size: int, symmetric: 
         E1 = torch.empty_like(W1)                                               # (N, B): errors / U[j, j]
         for i in range(W1.shape[1]):
             c = int(order[b0 + i])                                              # its column in the weight
-            if act_order: s, z = grids[c // G]                                  # fixed before the loop
-            elif c % G == 0: s, z = group_grid(W1[:, i:i + G], symmetric, w.dtype)   # a group starts: its grid
+            if c // G not in grids:                                             # the group's first column: its grid,
+                cols = at[c // G * G:(c // G + 1) * G]                          # from its columns as they are now
+                now, later = W[:, cols], cols >= b0 + B                         # (N, G); later: not given this
+                if i and later.any():                                           # block's corrections yet
+                    now[:, later] -= E1[:, :i] @ U[b0:b0 + i, cols[later]]
+                grids[c // G] = group_grid(now, symmetric, w.dtype)
+            s, z = grids[c // G]
             scales[:, c // G], zeros[:, c // G] = s, z
             qc = torch.round((W1[:, i] - z) / s).add_(8).clamp_(0, 15)          # (N,)
             q[:, c] = qc.to(torch.uint8)
@@ -138,7 +145,7 @@ def _check(calibration_ids, damp: float):
 @torch.inference_mode()
 def gptq_quantize_model(model: nn.Module, calibration_ids: torch.Tensor, group_size: int | None = None,
                         symmetric: bool = True, damp: float = 0.01, chunk: int = 512,
-                        act_order: bool = False) -> nn.Module:
+                        act_order: bool = False, static_groups: bool = False) -> nn.Module:
     """Swap `model`'s nn.Linear layers (the LM head excepted), in place, for int4 QuantLinear layers whose
     integers GPTQ chose from the inputs that `calibration_ids` (T,) produce, decoder layer by decoder layer."""
     _check(calibration_ids, damp)
@@ -151,7 +158,7 @@ def gptq_quantize_model(model: nn.Module, calibration_ids: torch.Tensor, group_s
         H = layer_hessians(block, [lin for _, _, lin in mine], inputs)
         swaps = []
         for parent, name, lin in mine:
-            r = gptq_quantize(lin.weight, H[lin], G, symmetric, damp, act_order=act_order)
+            r = gptq_quantize(lin.weight, H[lin], G, symmetric, damp, act_order=act_order, static_groups=static_groups)
             swaps.append((parent, name, to_quant_linear(lin, r, G, symmetric)))
             lin.weight.copy_(r.dequantize())                                       # GPTQ's weights, full precision
         inputs = [((block(*args, **kwargs),) + args[1:], kwargs) for args, kwargs in inputs]   # the next layer's

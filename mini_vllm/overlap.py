@@ -53,14 +53,16 @@ def _keep_rows(runner, keep: torch.Tensor):
 def _grow_tables(runner, reqs: list[Request], lens: list[int]) -> list[int]:
     """Write into the graph's block tables the blocks each request was given since the buffer was written (its table
     then had `lens[i]` blocks; tables only grow); the new lengths."""
-    rows, cols, blocks, now = [], [], [], []
+    new, now = [], []                                # (row, column, block) of each block added
     for i, (r, n) in enumerate(zip(reqs, lens)):
         t = runner.kv.block_table(r.request_id)
         now.append(len(t))
-        for c in range(n, len(t)): rows.append(i); cols.append(c); blocks.append(t[c])
-    if rows:
+        new += [(i, c, t[c]) for c in range(n, len(t))]
+    if new:
+        rows, cols, blocks = zip(*new)
         dev = runner.device
-        runner.bt[to_device(rows, dev, torch.long), to_device(cols, dev, torch.long)] = to_device(blocks, dev, torch.int32)
+        where = (to_device(rows, dev, torch.long), to_device(cols, dev, torch.long))
+        runner.bt[where] = to_device(blocks, dev, torch.int32)
     return now
 
 def launch(runner: ModelRunner, out: SchedulerOutput, last: InFlight | None) -> InFlight:
