@@ -36,12 +36,14 @@ class StepResult:
     tokens: dict[str, list[int]]
     logprobs: dict[str, dict[int, float]]       # request id -> {token id: logprob}, the sampled token included
 
+def _under_min_tokens(r: Request) -> bool:
+    "Whether r has produced fewer than its min_tokens (tokens still on the GPU counted, 04k)."
+    return len(r.output_token_ids) + r.num_pending < r.sampling_params.min_tokens
+
 def _mask_stop_tokens(logits: torch.Tensor, reqs: list[Request]):
     "min_tokens: forbid a request's stop tokens until it has produced that many tokens."
     for i, r in enumerate(reqs):
-        p = r.sampling_params
-        if len(r.output_token_ids) + r.num_pending < p.min_tokens:
-            if r.stop_ids: logits[i, list(r.stop_ids)] = -math.inf   # the stop set the scheduler checks
+        if r.stop_ids and _under_min_tokens(r): logits[i, list(r.stop_ids)] = -math.inf   # the set the scheduler checks
 
 def _logprobs(logits: torch.Tensor, tokens: torch.Tensor, reqs: list[Request]) -> dict:
     "Top-k and sampled-token log-probabilities for requests with `logprobs` set."

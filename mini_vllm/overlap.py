@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .model_runner import ModelRunner, StepResult, _to_host, _wait
+from .model_runner import ModelRunner, StepResult, _to_host, _under_min_tokens, _wait
 from .sampling import SamplingTensors, to_device
 from .scheduler import Request, SchedulerOutput
 
@@ -37,8 +37,7 @@ def _rows_of(out: SchedulerOutput, last: InFlight | None) -> list[int] | None:
     if last is None or not last.replayed or not all(n == 1 for n in out.num_new_tokens): return None
     rows = [last.row.get(r.request_id) for r in out.requests]
     if None in rows or rows != sorted(rows): return None
-    if any(r.sampling_params.logprobs is not None or len(r.output_token_ids) + r.num_pending
-           < r.sampling_params.min_tokens for r in out.requests): return None
+    if any(r.sampling_params.logprobs is not None or _under_min_tokens(r) for r in out.requests): return None
     return rows
 
 def _keep_rows(runner, keep: torch.Tensor):
