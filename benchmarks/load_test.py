@@ -88,21 +88,57 @@ async def sample_metrics(client, url, api_key, peaks, stop):
         except asyncio.TimeoutError: pass
 
 
-async def run_level(url, model, c, prompts, output_len, max_seconds, api_key=None):
-    """C clients send the prompts back to back; a summary of what they saw."""
+async def run_clients(url, model, c, prompts, output_len, max_seconds, api_key=None, t0=None):
+    """C clients send the prompts back to back until they are done or `max_seconds` after `t0` (time.monotonic(),
+    default now); their results, and when the last one ended."""
     limits = httpx.Limits(max_connections=c + 4, max_keepalive_connections=c + 4)
     async with httpx.AsyncClient(timeout=httpx.Timeout(600.0), limits=limits) as client:
-        todo, results, peaks, stop = list(prompts), [], {}, asyncio.Event()
-        t0 = time.perf_counter()
+        todo, results, t0 = list(prompts), [], t0 or time.monotonic()
         async def worker():
-            while todo and time.perf_counter() - t0 < max_seconds:
+            while todo and time.monotonic() - t0 < max_seconds:
                 try: results.append(await one_request(client, url, model, todo.pop(), output_len, api_key))
                 except httpx.HTTPError as e: results.append({"ok": False, "status": None, "error": repr(e)[:200]})
-        sampler = asyncio.ensure_future(sample_metrics(client, url, api_key, peaks, stop))
         await asyncio.gather(*(worker() for _ in range(c)))
-        seconds = time.perf_counter() - t0
+    return results, time.monotonic()
+
+
+def clients_process(args):
+    """One client process's share of a level: wait for the common start, run its clients; results, end, CPU seconds."""
+    url, model, c, prompts, output_len, max_seconds, api_key, t0 = args
+    time.sleep(max(t0 - time.monotonic(), 0))                # time.monotonic() is one clock for every process
+    cpu = time.process_time()
+    results, end = asyncio.run(run_clients(url, model, c, prompts, output_len, max_seconds, api_key, t0))
+    return results, end, time.process_time() - cpu
+
+
+def client_processes(c: int, per_process: int) -> int:
+    """How many processes share C clients: one per `per_process` clients, at most half this machine's cores (or 2)."""
+    return max(1, min(math.ceil(c / per_process), max(2, (os.cpu_count() or 2) // 2)))
+
+
+async def run_level(url, model, c, prompts, output_len, max_seconds, api_key=None, per_process=16):
+    """C clients send the prompts back to back; a summary of what they saw. Beyond `per_process` clients they are
+    spread over processes (`client_processes`), so that parsing the streams never limits what the server shows."""
+    peaks, stop, procs = {}, asyncio.Event(), client_processes(c, per_process)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(600.0)) as client:
+        sampler = asyncio.ensure_future(sample_metrics(client, url, api_key, peaks, stop))
+        if procs == 1:
+            t0, cpu = time.monotonic(), time.process_time()
+            results, end = await run_clients(url, model, c, prompts, output_len, max_seconds, api_key, t0)
+            cpu = [time.process_time() - cpu]            # this process's, sampler included
+        else:
+            import concurrent.futures, multiprocessing
+            with concurrent.futures.ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("spawn")) as ex:
+                list(ex.map(time.sleep, [0.0] * procs))   # started and imported before the clock starts
+                t0, loop = time.monotonic() + 0.5, asyncio.get_running_loop()
+                shares = [(url, model, len(range(i, c, procs)), prompts[i::procs], output_len, max_seconds, api_key, t0)
+                          for i in range(procs)]
+                done = await asyncio.gather(*(loop.run_in_executor(ex, clients_process, s) for s in shares))
+            results, end, cpu = [r for d in done for r in d[0]], max(d[1] for d in done), [d[2] for d in done]
         stop.set(); await sampler
-    return summarize(c, results, seconds, peaks)
+    row = summarize(c, results, end - t0, peaks)
+    row["client_processes"], row["client_cpu_max"] = procs, round(max(cpu) / (end - t0), 2)  # 1.0: a client was busy
+    return row
 
 
 async def run_rate(url, model, rate, prompts, output_len, api_key=None, seed=0):
@@ -145,12 +181,12 @@ def summarize(c, results, seconds, peaks, key=None):
 
 
 async def run_ramp(url, model, levels, input_len, output_len, mode="ids", vocab=32000, requests_per_level=None,
-                   max_seconds=60.0, warmup=4, api_key=None, seed=0, log=print, on_level=None, rates=None):
+                   max_seconds=60.0, warmup=4, api_key=None, seed=0, log=print, on_level=None, rates=None, per_process=16):
     """The whole ramp: a warm-up, then one level per concurrency (or per request rate, open loop, with `rates`);
     a list of level summaries (also given to `on_level`)."""
     if warmup:
         await run_level(url, model, min(warmup, max(levels or [warmup])), make_prompts(warmup, input_len, mode, vocab,
-                        seed + 999), min(output_len, 16), max_seconds, api_key)
+                        seed + 999), min(output_len, 16), max_seconds, api_key, per_process)
     rows = []
     for i, level in enumerate(rates or levels):
         if rates:
@@ -159,7 +195,7 @@ async def run_ramp(url, model, levels, input_len, output_len, mode="ids", vocab=
         else:
             n = requests_per_level or max(2 * level, 8)
             prompts = make_prompts(n, input_len, mode, vocab, seed + i)
-            rows.append(await run_level(url, model, level, prompts, output_len, max_seconds, api_key))
+            rows.append(await run_level(url, model, level, prompts, output_len, max_seconds, api_key, per_process))
         log(fmt_row(rows[-1]))
         if on_level: on_level(rows)
     return rows
@@ -168,7 +204,8 @@ async def run_ramp(url, model, levels, input_len, output_len, mode="ids", vocab=
 COLUMNS = [("concurrency", "conc"), ("requests", "reqs"), ("req_per_s", "req/s"), ("output_tok_per_s", "out tok/s"),
            ("ttft_p50_ms", "TTFT p50"), ("ttft_p95_ms", "p95"), ("ttft_p99_ms", "p99"), ("tpot_p50_ms", "TPOT p50"),
            ("tpot_p95_ms", "p95"), ("tpot_p99_ms", "p99"), ("itl_p50_ms", "ITL p50"), ("itl_p95_ms", "p95"), ("itl_p99_ms", "p99"),
-           ("e2e_p50_ms", "E2E p50"), ("e2e_p95_ms", "p95"), ("e2e_p99_ms", "p99")]
+           ("e2e_p50_ms", "E2E p50"), ("e2e_p95_ms", "p95"), ("e2e_p99_ms", "p99"), ("mean_tokens_per_chunk", "tok/event"),
+           ("client_cpu_max", "cli cpu")]
 
 
 def columns(rows):
@@ -280,6 +317,8 @@ def main(argv=None):
     p.add_argument("--requests-per-level", type=int, default=None, help="default: max(2 x concurrency, 8), or 64 per rate")
     p.add_argument("--max-seconds-per-level", type=float, default=60.0, help="stop sending new requests after this long")
     p.add_argument("--warmup", type=int, default=4, help="warm-up requests before the ramp")
+    p.add_argument("--clients-per-process", type=int, default=16, help="closed loop: clients per client process, "
+                   "beyond which a level's clients are spread over processes (at most half the cores)")
     p.add_argument("--api-key", default=os.environ.get("MINI_VLLM_API_KEY"))
     p.add_argument("--label", default="run", help="names the output files: load_test_<label>.json/.png")
     p.add_argument("--title", default=None, help="the plot's title")
@@ -316,7 +355,7 @@ def main(argv=None):
         print(table([], rates=bool(rates)), flush=True)
         asyncio.run(run_ramp(url, model, levels, a.input_len, a.output_len, a.prompt_mode, vocab, a.requests_per_level,
                              a.max_seconds_per_level, a.warmup, a.api_key, log=lambda s: print(s, flush=True), on_level=save,
-                             rates=rates))
+                             rates=rates, per_process=a.clients_per_process))
         print(f"wrote {out / f'load_test_{a.label}.json'} and .png ({time.monotonic() - t0:.1f} s of load)")
     finally:
         if proc is not None: stop_server(proc)

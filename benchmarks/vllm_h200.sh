@@ -24,12 +24,15 @@
 # Environment: CONC (the ramp's concurrencies, default 1,16,64,256), ENGINES (offline's engines, default
 # vllm,mini_vllm,hf,vllm_seqs256), BUDGET (offline's seconds, default 480), APPEND=1 (offline keeps the engines of an
 # earlier offline in its JSON), SBS_ARGS (more arguments for vllm_side_by_side.py: `--smoke --device cpu` checks the
-# stage on a CPU), MINI_SERVE_ARGS (more arguments for `mini-vllm serve`, e.g. --async-scheduling), MINI_VLLM_COMMIT.
+# stage on a CPU), MINI_SERVE_ARGS (more arguments for `mini-vllm serve`, e.g. --async-scheduling), MINI_VLLM_COMMIT,
+# REQS (requests per level of the ramp), ONE_PROCESS_TOO=1 (serve_vllm runs the ramp again with every client in one
+# process: load_test_vllm_h200_one_process.json).
 set -u
 OUT=${OUT:-$PWD/vllm_h200_out}
 PARTS=/tmp/vllm_parts VSITE=/tmp/vsite WORK=/tmp/vllm_work
 CONC=${CONC:-1,16,64,256}
 LOAD=(--concurrency "$CONC") SUFFIX=""               # the closed-loop ramp; the rates stage sets Poisson arrivals
+[ -n "${REQS:-}" ] && LOAD+=(--requests-per-level "$REQS")
 COMMIT=${MINI_VLLM_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 mkdir -p "$OUT" "$PARTS" "$WORK"
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 MINI_VLLM_COMMIT=$COMMIT
@@ -97,6 +100,15 @@ serve_vllm() {
             --warmup 256 --title "vLLM 0.25.1, TinyLlama-1.1B config, dummy bf16 weights: prompts 512 tokens, outputs 256, streaming" \
             --out "$WORK/serve" > "$WORK/serve/load_test_vllm.log" 2>&1
         echo "[serve_vllm] load test rc=$?"
+        if [ -n "${ONE_PROCESS_TOO:-}" ]; then   # the same levels again, every client in one process
+            timeout -s TERM 120 python3 benchmarks/load_test.py --url "http://127.0.0.1:$port" --prompt-mode ids \
+                --label vllm_h200_one_process$SUFFIX "${LOAD[@]}" --input-len 512 --output-len 256 \
+                --max-seconds-per-level 30 --warmup 0 --clients-per-process 100000 --out "$WORK/serve" \
+                > "$WORK/serve/load_test_vllm_one_process.log" 2>&1
+            echo "[serve_vllm] one-process load test rc=$?"
+            cp "$WORK/serve/load_test_vllm_h200_one_process$SUFFIX.json" "$OUT/" 2>/dev/null
+            tail -4 "$WORK/serve/load_test_vllm_one_process.log"
+        fi
     else
         tail -30 "$WORK/serve/vllm_server.log"
     fi
