@@ -16,7 +16,7 @@ from dataclasses import replace
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from .llm import LLMEngine, RequestOutput
+from .llm import EngineDeadError, LLMEngine, RequestOutput
 from .sampling import ParamError, SamplingParams
 
 log = logging.getLogger(__name__)
@@ -289,6 +289,7 @@ class AsyncLLMEngine:
             if self.streams.get(s.request_id) is not s: continue  # aborted while held
             try: eng.add_request({"prompt_token_ids": ids}, p, s.request_id, s.stream)
             except ValueError as e: self._fail(s.request_id, e)   # checked when held, so only if the engine changed
+            except EngineDeadError as e: self._fail(s.request_id, EngineStepError(str(e)))   # its process is gone (06e)
 
     def num_waiting(self) -> int:
         "Sequences waiting to run: in the engine's queue and held here."

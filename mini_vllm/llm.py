@@ -60,7 +60,7 @@ class LLMEngine:
                                                 tensor_parallel_size, tp_timeout_s, quantization)
         try:
             self.tokenizer, cfg, w = load_tokenizer(self.model.path), self.model.config, next(self.model.parameters())
-            self.device, self.dtype = w.device, w.dtype
+            self.device, self.dtype, self.vocab_size = w.device, w.dtype, cfg.vocab_size
             if max_model_len is not None and max_model_len > cfg.max_position_embeddings:
                 raise ValueError(f"max_model_len ({max_model_len}) exceeds the model's max_position_embeddings "
                                  f"({cfg.max_position_embeddings})")
@@ -94,7 +94,7 @@ class LLMEngine:
             if self.tokenizer is None:
                 raise ValueError("this model has no tokenizer: give prompts as token ids")
             return prompt, self.tokenizer(prompt)["input_ids"]
-        V = self.model.config.vocab_size
+        V = self.vocab_size
         is_ids = isinstance(prompt, (list, tuple)) and not any(type(t) is bool for t in prompt[:1])
         try:
             ids = array("q", prompt) if is_ids else None              # array() checks every id is an integer, in C
@@ -115,7 +115,7 @@ class LLMEngine:
         if not isinstance(params, SamplingParams):
             raise ValueError(f"sampling params must be a SamplingParams, got {type(params).__name__}")
         params = replace(params)                                  # a checked copy of the caller's
-        params.check_vocab(self.model.config.vocab_size)
+        params.check_vocab(self.vocab_size)
         text, ids = self._tokenize(prompt)
         if not ids:
             raise ValueError("prompt is empty: it must have at least one token")

@@ -349,8 +349,8 @@ class OpenAIServing:
         return {"object": "list", "data": [model]}
 
     async def health(self, request: Request):
-        "GET /health: 200 while the engine loop runs."
-        return Response(status_code=200 if self.aeng.running else 503)
+        "GET /health: 200 while the engine loop runs (and the engine's process, if it has one: chapter 06e)."
+        return Response(status_code=200 if self.aeng.running and not getattr(self.engine, "dead", None) else 503)
 
     async def metrics(self, request: Request):
         "GET /metrics, in Prometheus' text format."
