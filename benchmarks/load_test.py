@@ -116,7 +116,7 @@ def client_processes(c: int, per_process: int) -> int:
     return max(1, min(math.ceil(c / per_process), max(2, (os.cpu_count() or 2) // 2)))
 
 
-async def run_level(url, model, c, prompts, output_len, max_seconds, api_key=None, per_process=16):
+async def run_level(url, model, c, prompts, output_len, max_seconds, api_key=None, per_process=8):
     """C clients send the prompts back to back; a summary of what they saw. Beyond `per_process` clients they are
     spread over processes (`client_processes`), so that parsing the streams never limits what the server shows."""
     peaks, stop, procs = {}, asyncio.Event(), client_processes(c, per_process)
@@ -181,7 +181,7 @@ def summarize(c, results, seconds, peaks, key=None):
 
 
 async def run_ramp(url, model, levels, input_len, output_len, mode="ids", vocab=32000, requests_per_level=None,
-                   max_seconds=60.0, warmup=4, api_key=None, seed=0, log=print, on_level=None, rates=None, per_process=16):
+                   max_seconds=60.0, warmup=4, api_key=None, seed=0, log=print, on_level=None, rates=None, per_process=8):
     """The whole ramp: a warm-up, then one level per concurrency (or per request rate, open loop, with `rates`);
     a list of level summaries (also given to `on_level`)."""
     if warmup:
@@ -317,7 +317,7 @@ def main(argv=None):
     p.add_argument("--requests-per-level", type=int, default=None, help="default: max(2 x concurrency, 8), or 64 per rate")
     p.add_argument("--max-seconds-per-level", type=float, default=60.0, help="stop sending new requests after this long")
     p.add_argument("--warmup", type=int, default=4, help="warm-up requests before the ramp")
-    p.add_argument("--clients-per-process", type=int, default=16, help="closed loop: clients per client process, "
+    p.add_argument("--clients-per-process", type=int, default=8, help="closed loop: clients per client process, "
                    "beyond which a level's clients are spread over processes (at most half the cores)")
     p.add_argument("--api-key", default=os.environ.get("MINI_VLLM_API_KEY"))
     p.add_argument("--label", default="run", help="names the output files: load_test_<label>.json/.png")

@@ -8,7 +8,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/engine_process.html.md"""
 __all__ = ['STATS_EVERY', 'COMMANDS', 'OutputDeltas', 'apply_delta', 'run_engine_process', 'main', 'EngineProcess']
 
 # %% ../nbs/06e_engine_process.ipynb #da707587
-import atexit, itertools, os, signal, socket, subprocess, sys, time
+import atexit, itertools, os, socket, subprocess, sys, time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -114,7 +114,6 @@ def run_engine_process(conn: Connection, model, engine_args: dict):
 
 def main(fd: int):
     "The engine process's entry point (`python -c`): its end of the pipe is `fd`; the engine's arguments come first."
-    signal.signal(signal.SIGINT, signal.SIG_IGN)       # Ctrl-C reaches the whole group: the API process decides
     conn = Connection(fd)
     model, engine_args = conn.recv()
     run_engine_process(conn, model, engine_args)
@@ -131,7 +130,8 @@ class EngineProcess:
         root = str(Path(__file__).resolve().parent.parent)      # this mini_vllm, wherever it was imported from
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
         code = f"from mini_vllm.engine_process import main; main({theirs.fileno()})"
-        self.proc = subprocess.Popen([sys.executable, "-c", code], env=env, pass_fds=[theirs.fileno()])
+        self.proc = subprocess.Popen([sys.executable, "-c", code], env=env, pass_fds=[theirs.fileno()],
+                                     start_new_session=True)    # Ctrl-C reaches the API process only: it decides
         theirs.close()
         self.conn, self.dead, self.ids = Connection(mine.detach()), None, itertools.count()
         self.requests, self.outputs, self.added = {}, {}, 0    # prompts in flight (their ids, their outputs so far)
