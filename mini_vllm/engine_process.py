@@ -93,6 +93,8 @@ def run_engine_process(conn: Connection, model, engine_args: dict):
                 op, *args = conn.recv()
                 if op == "shutdown":
                     return
+                if op == "abort":
+                    deltas.sent.pop(args[0], None)             # no output of it goes back
                 outs += COMMANDS[op](engine, *args)
                 busy, done = True, done + 1
             if engine.has_unfinished_requests():
