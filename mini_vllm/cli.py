@@ -159,9 +159,9 @@ def add_serve_parser(sub):
     s.add_argument("--enforce-eager", action="store_true", default=None, help="no CUDA graphs")
     s.add_argument("--async-scheduling", action=argparse.BooleanOptionalAction, default=None,
                    help="one decode step at a time, the next launched before this one's tokens are read (04k); "
-                        "default: on a GPU, unless --num-scheduler-steps or --tensor-parallel-size is given")
+                        "default: on one GPU, unless --num-scheduler-steps is given")
     s.add_argument("--engine-process", action=argparse.BooleanOptionalAction, default=None,
-                   help="the engine in a process of its own, beside the HTTP server's (06e); default: on a GPU")
+                   help="the engine in a process of its own, beside the HTTP server's (06e); default: on one GPU")
 
 # %% ../nbs/08_cli.ipynb #e4245e04
 def build_server(args):
@@ -173,11 +173,11 @@ def build_server(args):
     path = resolve_model_path(args.model)
     engine_args = {f[2:].replace("-", "_"): getattr(args, f[2:].replace("-", "_")) for f, *_ in ENGINE_ARGS}
     one_gpu = resolve_device(args.device or "auto").type == "cuda" and (args.tensor_parallel_size or 1) == 1
-    one_step = one_gpu and args.num_scheduler_steps is None         # the defaults measured best on a GPU (06e)
+    one_step = one_gpu and args.num_scheduler_steps is None         # a token per event on a GPU (06e measures it)
     engine_args.update(enable_prefix_caching=args.enable_prefix_caching, enforce_eager=args.enforce_eager,
                        async_scheduling=one_step if args.async_scheduling is None else args.async_scheduling)
     make_engine = LLMEngine
-    if one_gpu if args.engine_process is None else args.engine_process:
+    if one_gpu if args.engine_process is None else args.engine_process:   # --engine-process, or one GPU
         from mini_vllm.engine_process import EngineProcess as make_engine
     engine = make_engine(path, **{k: v for k, v in engine_args.items() if v is not None})
     name = args.served_model_name or (DEFAULT_MODEL if args.model in DEFAULT_MODEL_ALIASES else path.name)
