@@ -1,0 +1,114 @@
+"""Tilings of the small-batch GEMV (04i) for one token, timed where the model runs them: 22 TinyLlama-shaped layers
+(qkv with RoPE and the cache write, o + residual, gate/up with the norm and SwiGLU, down + residual; no attention)
+recorded into one CUDA graph with PDL and replayed. Each shape's tiling is varied while the others keep the table's
+(small_batch.GEMV_TILING / QUANT_TILING); then the best of each shape together. bf16, int8 and int4 weights (05,
+symmetric, groups of 128). Writes quant_chain_sweep.json into --out. Run from the repo root on a CUDA GPU:
+  python benchmarks/quant_chain_sweep.py --out $OUT [--formats int8,int4,bf16]
+"""
+import argparse, itertools, json, os, sys, time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from mini_vllm import small_batch as sb  # noqa: E402
+from mini_vllm.loading import ModelConfig  # noqa: E402
+from mini_vllm.model import rope_tables  # noqa: E402
+from mini_vllm.quantization import QuantLinear  # noqa: E402
+
+SHAPES = {"qkv": (2560, 2048), "o": (2048, 2048), "gate_up": (11264, 2048), "down": (2048, 5632)}
+LAYERS, DT = 22, torch.bfloat16
+
+
+def weights(fmt: str) -> list[dict]:
+    "LAYERS layers of random weights in one format: {shape: (weight, the kernels' quantization arguments)}."
+    out = []
+    for _ in range(LAYERS):
+        layer = {}
+        for name, (N, K) in SHAPES.items():
+            lin = torch.nn.Linear(K, N, bias=False, device="cuda", dtype=DT)
+            torch.nn.init.normal_(lin.weight, std=0.02)
+            if fmt == "bf16": layer[name] = (lin.weight.detach(), {})
+            else:
+                q = QuantLinear(lin, 8 if fmt == "int8" else 4, 128, True)
+                layer[name] = (q.qweight, dict(scales=q.scales, zeros=q.zeros, group_size=q.group_size))
+        out.append(layer)
+    return out
+
+
+class Layers:
+    "The model's small-batch calls for one token through every layer, each shape's tiling overridable."
+    def __init__(self, ws):
+        self.ws, self.nw = ws, torch.ones(2048, device="cuda", dtype=DT)
+        self.cos, self.sin = (t.cuda() for t in rope_tables(ModelConfig("llama", 32000, 2048, 22, 32, 4, 64, 5632,
+                                                                             2048, 1e-5)))
+        self.kc = torch.zeros(64, 16, 4, 64, device="cuda", dtype=DT)
+        self.vc, self.zero = self.kc.clone(), torch.zeros(1, dtype=torch.long, device="cuda")
+        self.h = torch.randn(1, 2048, device="cuda", dtype=DT) * 0.1
+
+    def __call__(self, over: dict):
+        t, h, nw = lambda n: over.get(n, {}), self.h, self.nw
+        tq = dict(t("qkv"), **({"block_h": max(1, t("qkv")["block_n"] // 2)} if "block_n" in t("qkv") else {}))
+        for layer in self.ws:
+            (wq, kq), (wo, ko), (wg, kg), (wd, kd) = (layer[n] for n in SHAPES)
+            qkv = sb.qkv_rope_write(h, nw, 1e-5, wq, None, self.cos, self.sin, self.zero, self.zero, self.kc, self.vc,
+                                    32, 4, 64, pdl=True, **kq, **tq)
+            sb.gemv(qkv[:, :2048], wo, residual=h, out=h, pdl=True, **ko, **t("o"))
+            g = sb.gemv(h, wg, silu_out=True, norm_weight=nw, pdl=True, **kg, **t("gate_up"))
+            sb.gemv(g, wd, residual=h, out=h, pdl=True, **kd, **t("down"))
+
+
+def graph_us(fn, reps=30, rounds=3) -> float:
+    "Microseconds per layer: fn recorded into a CUDA graph, replayed reps times, best of rounds."
+    fn(); torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g): fn()
+    for _ in range(3): g.replay()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(rounds):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(reps): g.replay()
+        b.record(); b.synchronize()
+        best = min(best, a.elapsed_time(b) / reps)
+    return best * 1e3 / LAYERS
+
+
+def configs(name: str):
+    "Rows per program (gate/up: pairs), chunk of weights, warps."
+    K = SHAPES[name][1]
+    for bn, bk, warps in itertools.product((1, 2, 4, 8), (1024, 2048, 8192), (4, 8)):
+        if (name == "qkv" and bn < 2) or bk > 2 * K: continue
+        yield dict(block_n=bn, block_k=bk, num_warps=warps)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default=".")
+    p.add_argument("--formats", default="int8,int4,bf16")
+    args = p.parse_args()
+    out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
+    res = {"env": {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "command": " ".join(sys.argv),
+                   "commit": os.environ.get("MINI_VLLM_COMMIT", "unknown")}}
+    torch.manual_seed(0)
+    for fmt in args.formats.split(","):
+        run = Layers(weights(fmt))
+        r = res[fmt] = {"table": graph_us(lambda: run({})), "best": {}}
+        print(f"{fmt}: the table's tilings {r['table']:.2f} us a layer", flush=True)
+        for name in SHAPES:
+            for c in configs(name):
+                key = f"{name} bn{c['block_n']} bk{c['block_k']} w{c['num_warps']}"
+                try: r[key] = graph_us(lambda: run({name: c}))
+                except Exception as e: r[key] = repr(e)[:200]; continue
+                if not r["best"].get(name) or r[key] < r[r["best"][name]["key"]]: r["best"][name] = dict(key=key, **c)
+            print(f"  {name}: best {r['best'][name]['key']} {r[r['best'][name]['key']]:.2f}", flush=True)
+        best = {n: {k: v for k, v in b.items() if k != "key"} for n, b in r["best"].items()}
+        r["best_together"], r["table_again"] = graph_us(lambda: run(best)), graph_us(lambda: run({}))
+        print(f"  the best of each shape together {r['best_together']:.2f}; the table again {r['table_again']:.2f}")
+        (out / "quant_chain_sweep.json").write_text(json.dumps(res, indent=1))
+        del run; torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
