@@ -26,13 +26,21 @@ def _check_quantization(quantization, tensor_parallel_size: int):
         raise ParamError("quantization", "quantization does not work with tensor_parallel_size > 1 yet")
 
 
-def _quantize(model, quantization: str, attention_backend: str):
-    "Chapter 05: int8 or int4 linear layers, read by Triton kernels with the Triton backend, else by PyTorch."
+def _saved_quantization(model, quantization) -> dict | None:
+    "The format of a checkpoint saved quantized (05a's save_quantized), checked against `quantization`; else None."
+    from mini_vllm.loading import resolve_model_path
+    from mini_vllm.quantization import saved_quantization
+    return saved_quantization(resolve_model_path(model), quantization)
+
+
+def _quantize(model, quantization: str, attention_backend: str, **grid):
+    """Chapter 05: int8 or int4 linear layers, read by Triton kernels with the Triton backend, else by PyTorch;
+    `grid`: quantize_model's group_size, symmetric and lm_head (a saved checkpoint's)."""
     from mini_vllm.quantization import QuantLinear, quantize_model
     linear_cls = QuantLinear
     if attention_backend == "triton":
         from mini_vllm.quant_kernels import TritonQuantLinear as linear_cls
-    quantize_model(model, quantization, linear_cls=linear_cls)
+    quantize_model(model, quantization, linear_cls=linear_cls, **grid)
     if next(model.parameters()).is_cuda:
         torch.cuda.empty_cache()                               # the full-precision weights are gone
 
@@ -58,9 +66,12 @@ def _model_classes(attention_backend: str) -> dict | None:
 def load_engine_model(model, dtype, device, load_format, attention_backend, tensor_parallel_size, tp_timeout_s,
                       quantization=None):
     """The model and its tensor-parallel group (None on one device), with the forward its attention backend needs,
-    its linear layers quantized to int8 or int4 if asked (chapter 05)."""
+    its linear layers quantized to int8 or int4 if asked, or as a checkpoint saved quantized holds them (chapter 05)."""
     if not (isinstance(tensor_parallel_size, int) and tensor_parallel_size >= 1):
         raise ValueError(f"tensor_parallel_size must be an integer >= 1, got {tensor_parallel_size!r}")
+    saved, real = _saved_quantization(model, quantization), load_format != "dummy"
+    if saved is not None:                                     # built as it was saved, then its tensors copied in
+        quantization, load_format = saved.pop("quantization"), "dummy"
     if quantization is not None:
         _check_quantization(quantization, tensor_parallel_size)
     tp = None
@@ -73,7 +84,10 @@ def load_engine_model(model, dtype, device, load_format, attention_backend, tens
         loaded = load_model(model, dtype=dtype, device=device, load_format=load_format,
                             model_classes=_model_classes(attention_backend))
     if quantization is not None:
-        _quantize(loaded, quantization, attention_backend)
+        _quantize(loaded, quantization, attention_backend, **(saved or {}))
+    if saved is not None and real:
+        from mini_vllm.quantization import load_quantized
+        load_quantized(loaded, loaded.path)
     on_cpu = next(loaded.parameters()).device.type == "cpu"
     if attention_backend != "triton" and quantization is None and tp is None and on_cpu:
         from mini_vllm.cpu import fuse_layers, pack_linears    # on a CPU without Triton, chapter 04j's: bf16 weights in
