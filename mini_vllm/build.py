@@ -104,8 +104,9 @@ def make_runner(engine, attention_backend: str, enforce_eager: bool) -> ModelRun
         from mini_vllm.tensor_parallel import tp_runner
         return tp_runner(engine.tp, engine.cache, engine.kv, attention_backend, graphs, max_num_seqs, max_model_len)
     if graphs:
-        from mini_vllm.cuda_graphs import CUDAGraphRunner
-        return CUDAGraphRunner(engine.model, engine.cache, engine.kv, max_num_seqs, max_model_len)
+        from mini_vllm.cuda_graphs import CUDAGraphRunner, mixed_buckets      # steps with prompt chunks replay too
+        return CUDAGraphRunner(engine.model, engine.cache, engine.kv, max_num_seqs, max_model_len,
+                               mixed=mixed_buckets(engine.scheduler.max_num_batched_tokens))
     return ModelRunner(engine.model, engine.cache, engine.kv, attention_backend)
 
 # %% ../nbs/04e2_build.ipynb #e16764b8

@@ -11,8 +11,8 @@ __all__ = ['ATTENTION_BACKENDS', 'PagedKVCache', 'block_table_tensor', 'Attentio
 # %% ../nbs/04c_paged_attention.ipynb #5dab435b
 import importlib
 from dataclasses import dataclass
-from itertools import chain
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -39,12 +39,11 @@ class PagedKVCache:
 
 # %% ../nbs/04c_paged_attention.ipynb #e1836c03
 def block_table_tensor(block_tables: list[list[int]]) -> torch.Tensor:
-    "The requests' block tables as one (B, max_blocks) int32 tensor on the host, padded with 0."
-    lens = torch.tensor([len(t) for t in block_tables])
-    bt = torch.zeros(len(block_tables), int(lens.max()), dtype=torch.int32)
-    bt[torch.arange(bt.shape[1]) < lens[:, None]] = torch.tensor(list(chain.from_iterable(block_tables)),
-                                                                 dtype=torch.int32)
-    return bt
+    """The requests' block tables as one (B, max_blocks) int32 tensor on the host, padded with 0. Filled row by row
+    in numpy: for 256 tables of ~60 blocks a third of the time of one flat torch.tensor and a masked write."""
+    bt = np.zeros((len(block_tables), max(map(len, block_tables))), dtype=np.int32)
+    for row, t in zip(bt, block_tables): row[:len(t)] = t
+    return torch.from_numpy(bt)
 
 @dataclass
 class AttentionMetadata:

@@ -259,8 +259,9 @@ BLOCK_M, BLOCK_N = 64, 64                                          # prefill til
 
 class TritonPagedAttention:
     "Paged attention through the Triton kernels; same interface as TorchPagedAttention."
-    def __init__(self, cache: PagedKVCache, meta: AttentionMetadata, decode_reqs=None, tiles=None, max_seq_len=None):
-        self.cache, self.meta = cache, meta
+    def __init__(self, cache: PagedKVCache, meta: AttentionMetadata, decode_reqs=None, tiles=None, max_seq_len=None,
+                 padded: bool = False):
+        self.cache, self.meta, self.padded = cache, meta, padded     # padded: rows no request owns (zeroed outputs)
         self.max_seq_len = max_seq_len or meta.max_seq_len          # a CUDA graph passes max_model_len
         if decode_reqs is None:                                       # an ordinary step: split it on the host
             ql, dev = meta.query_lens, meta.slot_mapping.device
@@ -280,11 +281,13 @@ class TritonPagedAttention:
         kc, vc = self.cache.k[layer], self.cache.v[layer]
         kc.view(-1, *k.shape[1:]).index_copy_(0, self.meta.slot_mapping, k)
         vc.view(-1, *v.shape[1:]).index_copy_(0, self.meta.slot_mapping, v)
-        return self._attend(layer, q, torch.empty_like(q))
+        return self._attend(layer, q, self._out(q))
+
+    def _out(self, q): return torch.zeros_like(q) if self.padded else torch.empty_like(q)
 
     def rope_write_attend(self, layer: int, qkv, cos, sin, num_heads: int, num_kv_heads: int, head_dim: int):
         "Llama's fused path: rotate q and k in qkv, write k and v to the cache, attend; returns (N, H, D)."
         rope_and_write_kv(qkv, cos, sin, self.meta.slot_mapping, self.cache.k[layer], self.cache.v[layer],
                           num_heads, num_kv_heads, head_dim)
         q = qkv[:, :num_heads * head_dim].view(-1, num_heads, head_dim)
-        return self._attend(layer, q, torch.empty_like(q))
+        return self._attend(layer, q, self._out(q))
