@@ -175,9 +175,8 @@ def build_server(args):
     path = resolve_model_path(args.model)
     engine_args = {f[2:].replace("-", "_"): getattr(args, f[2:].replace("-", "_")) for f, *_ in ENGINE_ARGS}
     one_gpu = resolve_device(args.device or "auto").type == "cuda" and (args.tensor_parallel_size or 1) == 1
-    one_step = one_gpu and args.num_scheduler_steps is None         # a token per event on a GPU (06e measures it)
     engine_args.update(enable_prefix_caching=args.enable_prefix_caching, enforce_eager=args.enforce_eager,
-                       async_scheduling=one_step if args.async_scheduling is None else args.async_scheduling)
+                       async_scheduling=args.async_scheduling)          # None: the engine's default (04e)
     make_engine = LLMEngine
     if one_gpu if args.engine_process is None else args.engine_process:   # --engine-process, or one GPU
         from mini_vllm.engine_process import EngineProcess as make_engine

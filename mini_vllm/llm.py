@@ -41,7 +41,7 @@ class LLMEngine:
                  enable_prefix_caching: bool = True, attention_backend: str = "auto", load_format: str = "auto",
                  seed: int = 0, kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.9,
                  num_scheduler_steps: int | None = None, enforce_eager: bool = False, tensor_parallel_size: int = 1,
-                 tp_timeout_s: float = 60.0, quantization: str | None = None, async_scheduling: bool = False,
+                 tp_timeout_s: float = 60.0, quantization: str | None = None, async_scheduling: bool | None = None,
                  stream_interval: int = 1, runner_factory=make_runner):
         check_engine_args(block_size, num_kv_blocks, max_num_seqs, max_num_batched_tokens, max_model_len,
                           gpu_memory_utilization, num_scheduler_steps)
@@ -55,6 +55,9 @@ class LLMEngine:
         if attention_backend != "auto":
             get_attention_backend(attention_backend)              # a bad name fails before loading
         attention_backend = resolve_backend(attention_backend, resolve_device(device))
+        if async_scheduling is None:           # one step ahead on one GPU, unless windows are asked for (04k measures)
+            async_scheduling = resolve_device(device).type == "cuda" and tensor_parallel_size == 1 and (
+                num_scheduler_steps is None)
         torch.manual_seed(seed)                                   # unseeded requests sample from this
         self.model, self.tp = load_engine_model(model, dtype, device, load_format, attention_backend,
                                                 tensor_parallel_size, tp_timeout_s, quantization)

@@ -60,18 +60,20 @@ class AttentionMetadata:
     @classmethod
     def build(cls, query_lens: list[int], seq_lens: list[int], block_tables: list[list[int]],
               block_size: int, device="cpu"):
-        "Metadata for requests with these new-token counts, context lengths and block tables."
-        bt = block_table_tensor(block_tables)                                                          # (B, W)
-        ql, sl = torch.tensor(query_lens), torch.tensor(seq_lens)
-        qsl = F.pad(ql.cumsum(0), (1, 0))                                                              # (B+1,)
+        """Metadata for requests with these new-token counts, context lengths and block tables. Computed in numpy on
+        the host: a handful of small array operations whose torch counterparts cost milliseconds each on a
+        many-core GPU machine (thread start-up per operation), then copied over."""
+        bt = block_table_tensor(block_tables).numpy()                                                  # (B, W)
+        ql, sl = np.asarray(query_lens), np.asarray(seq_lens)
+        qsl = np.concatenate(([0], np.cumsum(ql)))                                                     # (B+1,)
         # (N,) request of each token
-        req = torch.repeat_interleave(torch.arange(len(ql)), ql)
+        req = np.repeat(np.arange(len(ql)), ql)
         # (N,) position of each token
-        pos = torch.arange(int(qsl[-1])) - qsl[req] + (sl - ql)[req]
-        slots = bt[req, pos // block_size].long() * block_size + pos % block_size                     # (N,)
-        to = lambda t: to_device(t, device)
-        return cls(to(pos), to(slots), to(qsl.int()), to(sl.int()), to(bt), max(query_lens), max(seq_lens),
-                   list(query_lens))
+        pos = np.arange(qsl[-1]) - qsl[req] + (sl - ql)[req]
+        slots = bt[req, pos // block_size].astype(np.int64) * block_size + pos % block_size            # (N,)
+        to = lambda a, dtype: to_device(torch.from_numpy(np.ascontiguousarray(a, dtype=dtype)), device)
+        return cls(to(pos, np.int64), to(slots, np.int64), to(qsl, np.int32), to(sl, np.int32), to(bt, np.int32),
+                   max(query_lens), max(seq_lens), list(query_lens))
 
 # %% ../nbs/04c_paged_attention.ipynb #8dbb86b5
 class _Group:
