@@ -135,9 +135,9 @@ def main(argv=None):
         llm, built = build(cfg, not v.endswith("_eager"), async_scheduling=v.startswith("async"))
         results[v] = dict(engine_build_s=round(built, 2), mixed_buckets=llm.llm_engine.runner.mixed)
         for n in map(int, a.workloads.split(",")):
-            work = public_workload(n=n)
+            work, key = public_workload(n=n), str(n) if str(n) not in results[v] else f"{n}_again"
             if v.startswith("async"):
-                results[v][str(n)] = r = run(llm, work, f"{v}_{n}")
+                results[v][key] = r = run(llm, work, f"{v}_{n}")
                 print(v, n, r["seconds"], r["tok_s"], json.dumps(r["summary"]), json.dumps(r["profile"]["gaps"]),
                       flush=True)
             else:
@@ -145,8 +145,8 @@ def main(argv=None):
                 torch.cuda.synchronize(); t0 = time.perf_counter()
                 llm.generate([q for q, _ in work], params, use_tqdm=False); torch.cuda.synchronize()
                 dt = time.perf_counter() - t0
-                results[v][str(n)] = dict(seconds=round(dt, 3), tok_s=round(sum(m for _, m in work) / dt))
-                print(v, n, results[v][str(n)], flush=True)
+                results[v][key] = dict(seconds=round(dt, 3), tok_s=round(sum(m for _, m in work) / dt))
+                print(v, n, results[v][key], flush=True)
         results[v]["mixed_replays"] = llm.llm_engine.runner.mixed_replays
         print(v, "engine built in", results[v]["engine_build_s"], "s; steps replayed from mixed buckets:",
               results[v]["mixed_replays"], flush=True)
