@@ -9,7 +9,7 @@ steps that bring prompt chunks replayed from chapter 04h's mixed buckets or, `_e
 TinyLlama-1.1B shape, dummy bf16. From the repo root:
   PYTHONPATH=/tmp/site MINI_VLLM_COMMIT=<commit> python3 benchmarks/step_timeline_gpu.py --out $OUT/timeline
 """
-import argparse, json, os, sys, tempfile, time
+import argparse, gc, json, os, sys, tempfile, time
 from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent)); sys.path.insert(0, str(HERE))
@@ -25,7 +25,7 @@ class Timeline:
     PHASES = ("schedule", "launch", "wait", "record")
 
     def __init__(self, eng):
-        self.eng, self.steps, self.cur, self.undo = eng, [], None, [(ov, "_rows_of", ov._rows_of)]
+        self.eng, self.steps, self.cur, self.undo = eng, [], None, [(ov, "_rows_of", ov._rows_of, True)]
         self._wrap(eng.scheduler, "schedule", "schedule")
         self._wrap(llm_mod, "launch", "launch")
         self._wrap(ov, "_wait", "wait")
@@ -39,12 +39,14 @@ class Timeline:
         ov._rows_of = spy
 
     def close(self):
-        "Put back what the wrappers replaced."
-        for owner, name, fn in reversed(self.undo): setattr(owner, name, fn)
+        "Put back what the wrappers replaced (an instance's own attribute removed again: no bound method left behind)."
+        for owner, name, fn, own in reversed(self.undo):
+            if own: setattr(owner, name, fn)
+            else: delattr(owner, name)
 
     def _wrap(self, owner, name, phase):
         fn = getattr(owner, name)
-        self.undo.append((owner, name, fn))
+        self.undo.append((owner, name, fn, name in vars(owner)))
         def timed(*a, **k):
             t = time.perf_counter()
             try: return fn(*a, **k)
@@ -152,7 +154,7 @@ def main(argv=None):
               results[v]["mixed_replays"], flush=True)
         (out / "step_timeline.json").write_text(json.dumps(dict(commit=os.environ.get("MINI_VLLM_COMMIT"),
                                                                 device=torch.cuda.get_device_name(0), **results)))
-        del llm; torch.cuda.empty_cache()
+        del llm; gc.collect(); torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

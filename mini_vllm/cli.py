@@ -125,7 +125,7 @@ ENGINE_ARGS = [  # (flag, type, help): passed to LLMEngine when given
     ("--max-num-batched-tokens", int, "tokens per step at most"),
     ("--max-model-len", int, "context length (prompt + output) at most"),
     ("--attention-backend", str, "auto, torch, cpu or triton"),
-    ("--num-scheduler-steps", int, "decode steps per engine step (GPU default: 32)"),
+    ("--num-scheduler-steps", int, "decode steps per round trip (default 1; 32 on a GPU with --no-async-scheduling)"),
     ("--seed", int, "seed of unseeded sampling"),
     ("--tensor-parallel-size", int, "processes (GPUs) the model is split over, Megatron-style (default: 1)"),
     ("--quantization", str, "int8 or int4: weight-only quantization of the linear layers (chapter 05)"),
