@@ -5,7 +5,9 @@ the step's batch, and whether it was advanced on the device (a graph replay of t
 the host. Then the GPU's busy share over a stretch of full-batch steps (torch.profiler, device events only).
 A step whose wait is near zero was the host's; one that waits was the GPU's. Each variant is an engine of its own
 in this process, one after another: one step ahead (`async`) or 32-step windows (`windows`, wall time only), with
-steps that bring prompt chunks replayed from chapter 04h's mixed buckets or, `_eager`, run eagerly.
+steps that bring prompt chunks replayed from chapter 04h's mixed buckets or, `_eager`, run eagerly; `async_prepared`:
+one step ahead with the step after a mixed replay prepared on the host (04h's `_hand_on` switched off).
+`--host-profile`: the host's own calls (CUDA runtime and aten, self time) over 30 full-batch steps of 320 requests.
 TinyLlama-1.1B shape, dummy bf16. From the repo root:
   PYTHONPATH=/tmp/site MINI_VLLM_COMMIT=<commit> python3 benchmarks/step_timeline_gpu.py --out $OUT/timeline
 """
@@ -111,6 +113,21 @@ def run(llm, work, label, profile_steps=(200, 300)):
     return res
 
 
+def host_profile(llm, work, steps=(100, 130)) -> dict:
+    "The host's calls by self time over `steps` of the workload (torch.profiler, CPU events), with their counts."
+    from torch.profiler import ProfilerActivity, profile
+    eng = llm.llm_engine
+    for p, n in work: eng.add_request(p, SamplingParams(temperature=0, max_tokens=n, ignore_eos=True))
+    for _ in range(steps[0]): eng.step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps[1] - steps[0]): eng.step()
+        torch.cuda.synchronize()
+    rows = sorted(((e.key[:60], e.self_cpu_time_total, e.count) for e in prof.key_averages()), key=lambda r: -r[1])
+    while eng.has_unfinished_requests(): eng.step()
+    return dict(steps=steps, top_self_cpu=[[k, round(t / 1e3, 3), c] for k, t, c in rows[:40]])
+
+
 def build(cfg, mixed: bool, **kw):
     "An engine, warmed up; mixed=False: steps with prompt chunks run eagerly (the runner's mixed buckets dropped)."
     t0 = time.perf_counter()
@@ -128,14 +145,20 @@ def main(argv=None):
     p.add_argument("--out", required=True)
     p.add_argument("--workloads", default="256,320")
     p.add_argument("--variants", default="async,async_eager,windows,windows_eager",
-                   help="async: one step ahead; windows: 32-step windows; _eager: prompt steps not replayed")
+                   help="async: one step ahead; windows: 32-step windows; _eager: prompt steps not replayed; "
+                        "async_prepared: the step after a mixed replay prepared on the host")
+    p.add_argument("--host-profile", action="store_true", help="profile the host's calls (first async variant)")
     a = p.parse_args(argv)
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     cfg = tinyllama_config_dir(Path(tempfile.mkdtemp()) / "tl")
     results = {}
     for v in a.variants.split(","):
         llm, built = build(cfg, not v.endswith("_eager"), async_scheduling=v.startswith("async"))
+        if v == "async_prepared": llm.llm_engine.runner._hand_on = lambda meta: None
         results[v] = dict(engine_build_s=round(built, 2), mixed_buckets=llm.llm_engine.runner.mixed)
+        if a.host_profile and v.startswith("async") and not any("host_profile" in r for r in results.values()):
+            results[v]["host_profile"] = hp = host_profile(llm, public_workload(n=320))
+            print(v, "host profile", json.dumps(hp), flush=True)
         for n in map(int, a.workloads.split(",")):
             work, key = public_workload(n=n), str(n) if str(n) not in results[v] else f"{n}_again"
             if v.startswith("async"):

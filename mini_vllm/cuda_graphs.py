@@ -197,7 +197,20 @@ class CUDAGraphRunner(ModelRunner):
         self.m_rows[:S].copy_(rows)
         self.mixed_graphs[N]()
         self.mixed_replays += 1
+        if S == r: self._hand_on(meta)
         return self.out[:S]
+
+    def _hand_on(self, meta: AttentionMetadata):
+        """After a mixed step in which every request sampled: the decode buffers take each request's state (its last
+        token's position, its context, its block table), as if a decode graph had run the step, so that the next step
+        may advance on the device (`next_logits`, 04k's `launch`) instead of being prepared on the host."""
+        S, W = meta.seq_lens.shape[0], meta.block_tables.shape[1]
+        b = next(x for x in self.buckets if x >= S)
+        self.pos[:S].copy_(meta.seq_lens - 1)
+        self.seq_lens[:S].copy_(meta.seq_lens)
+        self.bt[:S, :W].copy_(meta.block_tables)
+        self._pad(S, b)
+        self.replayed = (S, b)
 
     def logits(self, input_ids, meta: AttentionMetadata, rows) -> torch.Tensor:
         """Decode steps: replay the bucket's graph; steps with prompt chunks: the first mixed bucket above their
