@@ -24,17 +24,15 @@ def graph_buckets(max_num_seqs: int) -> list[int]:
     "Batch sizes to capture: 1, 2, 4, 8, then every 16, up to max_num_seqs."
     return sorted({b for b in [1, 2, 4, 8, *range(16, max_num_seqs + 16, 16)] if b < max_num_seqs} | {max_num_seqs})
 
-MIXED_SIZES = (256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192)
+MIXED_SIZES = (256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
 MIXED_PROMPTS = 16         # prompt chunks a step may bring and still replay a graph (their tiles are padded to this)
 
 def mixed_buckets(max_num_batched_tokens: int) -> list[int]:
-    """Token counts to capture steps with prompt chunks at: MIXED_SIZES up to the first above the step budget. A step
-    of n tokens replays the first bucket above n, so that one row at least is padding (the padded requests' own)."""
-    out = []
-    for n in MIXED_SIZES:
-        out.append(n)
-        if n > max_num_batched_tokens: break
-    return out
+    """Token counts to capture steps with prompt chunks at: the MIXED_SIZES below the step budget, then the first
+    multiple of 256 above it (a full step replays too), if that is within MIXED_SIZES' last plus 256. A step of n
+    tokens replays the first bucket above n, so that one row at least is padding (the padding request's own)."""
+    top = max_num_batched_tokens // 256 * 256 + 256
+    return [n for n in MIXED_SIZES if n < top] + ([top] if top <= MIXED_SIZES[-1] + 256 else [])
 
 # %% ../nbs/04h_cuda_graphs.ipynb #54a81c2f
 @triton.jit(do_not_specialize=["n"])          # n, the batch size, changes from step to step
