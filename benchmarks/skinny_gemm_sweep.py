@@ -1,4 +1,4 @@
-"""Products of a few rows (M = 4..64) against TinyLlama's weights: cuBLAS (F.linear) against a Triton kernel that
+"""Products of a few rows (M = 8, 16, 32 by default) against TinyLlama's weights: cuBLAS (F.linear) against a Triton kernel that
 multiplies (BLOCK_M x BLOCK_K) inputs by (BLOCK_N x BLOCK_K) weight tiles with tl.dot, optionally split along K
 (fp32 atomics into a zeroed buffer, then a cast). Each timed inside a CUDA graph (triton.testing.do_bench_cudagraph).
   python3 benchmarks/skinny_gemm_sweep.py --out $OUT/skinny.json

@@ -7,7 +7,7 @@ A step whose wait is near zero was the host's; one that waits was the GPU's. Eac
 in this process, one after another: one step ahead (`async`) or 32-step windows (`windows`, wall time only), with
 steps that bring prompt chunks replayed from chapter 04h's mixed buckets or, `_eager`, run eagerly; `async_prepared`:
 one step ahead with the step after a mixed replay prepared on the host (04h's `_hand_on` switched off).
-`--host-profile`: the host's own calls (CUDA runtime and aten, self time) over 30 full-batch steps of 320 requests.
+`--host-profile`: the host's own calls (CUDA runtime and aten, self time) over 30 full-batch steps of 320 requests,\nafter the first async variant's timed runs.
 TinyLlama-1.1B shape, dummy bf16. From the repo root:
   PYTHONPATH=/tmp/site MINI_VLLM_COMMIT=<commit> python3 benchmarks/step_timeline_gpu.py --out $OUT/timeline
 """
@@ -156,9 +156,6 @@ def main(argv=None):
         llm, built = build(cfg, not v.endswith("_eager"), async_scheduling=v.startswith("async"))
         if v == "async_prepared": llm.llm_engine.runner._hand_on = lambda meta: None
         results[v] = dict(engine_build_s=round(built, 2), mixed_buckets=llm.llm_engine.runner.mixed)
-        if a.host_profile and v.startswith("async") and not any("host_profile" in r for r in results.values()):
-            results[v]["host_profile"] = hp = host_profile(llm, public_workload(n=320))
-            print(v, "host profile", json.dumps(hp), flush=True)
         for n in map(int, a.workloads.split(",")):
             work, key = public_workload(n=n), str(n) if str(n) not in results[v] else f"{n}_again"
             if v.startswith("async"):
@@ -173,6 +170,9 @@ def main(argv=None):
                 results[v][key] = dict(seconds=round(dt, 3), tok_s=round(sum(m for _, m in work) / dt))
                 print(v, n, results[v][key], flush=True)
         results[v]["mixed_replays"] = llm.llm_engine.runner.mixed_replays
+        if a.host_profile and v.startswith("async") and not any("host_profile" in r for r in results.values()):
+            results[v]["host_profile"] = hp = host_profile(llm, public_workload(n=320))    # after the timed runs
+            print(v, "host profile", json.dumps(hp), flush=True)
         print(v, "engine built in", results[v]["engine_build_s"], "s; steps replayed from mixed buckets:",
               results[v]["mixed_replays"], flush=True)
         (out / "step_timeline.json").write_text(json.dumps(dict(commit=os.environ.get("MINI_VLLM_COMMIT"),

@@ -28,7 +28,7 @@ MIXED_SIZES = (256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 1
 MIXED_PROMPTS = 16         # prompt chunks a step may bring and still replay a graph (their tiles are padded to this)
 
 def mixed_buckets(max_num_batched_tokens: int) -> list[int]:
-    """Token counts to capture steps with prompt chunks at: the MIXED_SIZES below the step budget, then the first
+    """Token counts to capture steps with prompt chunks at: the MIXED_SIZES up to the step budget, then the first
     multiple of 256 above it (a full step replays too), if that is within MIXED_SIZES' last plus 256. A step of n
     tokens replays the first bucket above n, so that one row at least is padding (the padding request's own)."""
     top = max_num_batched_tokens // 256 * 256 + 256
