@@ -129,6 +129,13 @@ class CUDAGraphRunner(ModelRunner):
         self.slots[n:b] = self.scratch * self.kv.block_size
         self.bt[n:b] = self.scratch
 
+    def _hold(self, n: int) -> int:
+        "The buffers' first n rows are the batch: the rest of its bucket padded, the bucket noted as replayed; b."
+        b = next(x for x in self.buckets if x >= n)
+        self._pad(n, b)
+        self.replayed = (n, b)
+        return b
+
     def _record(self, run):
         "`run` as a CUDA graph's replay (or, when not capturing, `run` itself)."
         if not self.capture: return run
@@ -203,12 +210,10 @@ class CUDAGraphRunner(ModelRunner):
         token's position, its context, its block table), as if a decode graph had run the step, so that the next step
         may advance on the device (`next_logits`, 04k's `launch`) instead of being prepared on the host."""
         S, W = meta.seq_lens.shape[0], meta.block_tables.shape[1]
-        b = next(x for x in self.buckets if x >= S)
         self.pos[:S].copy_(meta.seq_lens - 1)
         self.seq_lens[:S].copy_(meta.seq_lens)
         self.bt[:S, :W].copy_(meta.block_tables)
-        self._pad(S, b)
-        self.replayed = (S, b)
+        self._hold(S)
 
     def logits(self, input_ids, meta: AttentionMetadata, rows) -> torch.Tensor:
         """Decode steps: replay the bucket's graph; steps with prompt chunks: the first mixed bucket above their
@@ -217,15 +222,12 @@ class CUDAGraphRunner(ModelRunner):
         if meta.max_query_len != 1 or n > self.buckets[-1]:
             if (step := self._mixed_step(n, meta)) is None: return super().logits(input_ids, meta, rows)
             return self._replay_mixed(input_ids, meta, rows, *step)
-        b = next(x for x in self.buckets if x >= n)
-        self.replayed = (n, b)
         self.ids[:n].copy_(input_ids)
         self.pos[:n].copy_(meta.positions)
         self.slots[:n].copy_(meta.slot_mapping)
         self.seq_lens[:n].copy_(meta.seq_lens)
         self.bt[:n, :meta.block_tables.shape[1]].copy_(meta.block_tables)
-        self._pad(n, b)
-        self.graphs[b]()
+        self.graphs[self._hold(n)]()
         return self.out[:n]                                   # every row of a decode step samples: rows == 0..n-1
 
     def next_logits(self, tokens, meta, rows):

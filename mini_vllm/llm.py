@@ -54,10 +54,10 @@ class LLMEngine:
             raise ValueError("async_scheduling needs tensor_parallel_size 1 (the ranks follow rank 0 step by step)")
         if attention_backend != "auto":
             get_attention_backend(attention_backend)              # a bad name fails before loading
-        attention_backend = resolve_backend(attention_backend, resolve_device(device))
+        dev = resolve_device(device)
+        attention_backend = resolve_backend(attention_backend, dev)
         if async_scheduling is None:           # one step ahead on one GPU, unless windows are asked for (04k measures)
-            async_scheduling = resolve_device(device).type == "cuda" and tensor_parallel_size == 1 and (
-                num_scheduler_steps is None)
+            async_scheduling = dev.type == "cuda" and tensor_parallel_size == 1 and num_scheduler_steps is None
         torch.manual_seed(seed)                                   # unseeded requests sample from this
         self.model, self.tp = load_engine_model(model, dtype, device, load_format, attention_backend,
                                                 tensor_parallel_size, tp_timeout_s, quantization)

@@ -45,9 +45,7 @@ def _keep_rows(runner, keep: torch.Tensor):
     padded: the requests that left the batch are dropped on the device."""
     m = keep.shape[0]
     runner.pos[:m], runner.seq_lens[:m], runner.bt[:m] = runner.pos[keep], runner.seq_lens[keep], runner.bt[keep]
-    b = next(x for x in runner.buckets if x >= m)
-    runner._pad(m, b)
-    runner.replayed = (m, b)
+    runner._hold(m)
 
 def _grow_tables(runner, reqs: list[Request], lens: list[int]) -> list[int]:
     """Write into the graph's block tables the blocks each request was given since the buffer was written (its table
