@@ -6,8 +6,12 @@ the host. Then the GPU's busy share over a stretch of full-batch steps (torch.pr
 A step whose wait is near zero was the host's; one that waits was the GPU's. Each variant is an engine of its own
 in this process, one after another: one step ahead (`async`) or 32-step windows (`windows`, wall time only), with
 steps that bring prompt chunks replayed from chapter 04h's mixed buckets or, `_eager`, run eagerly; `async_prepared`:
-one step ahead with the step after a mixed replay prepared on the host (04h's `_hand_on` switched off).
-`--host-profile`: the host's own calls (CUDA runtime and aten, self time) over 30 full-batch steps of 320 requests,\nafter the first async variant's timed runs.
+one step ahead with the step after a mixed replay prepared on the host (04h's `_hand_on` switched off);
+`async_pin_each`: one step ahead with every copy to the GPU pinned on its own (`to_device` before `Staging`, 00b).
+A variant named twice runs twice (an engine each time), the second as `<variant>_again`.
+`--host-profile`: the host's own calls (CUDA runtime and aten, self time) over 30 full-batch steps of 320 requests,
+after the first async variant's timed runs; with `--py-profile` also its Python functions (cProfile, own time) over
+the 30 steps after those.
 TinyLlama-1.1B shape, dummy bf16. From the repo root:
   PYTHONPATH=/tmp/site MINI_VLLM_COMMIT=<commit> python3 benchmarks/step_timeline_gpu.py --out $OUT/timeline
 """
@@ -113,8 +117,10 @@ def run(llm, work, label, profile_steps=(200, 300)):
     return res
 
 
-def host_profile(llm, work, steps=(100, 130)) -> dict:
-    "The host's calls by self time over `steps` of the workload (torch.profiler, CPU events), with their counts."
+def host_profile(llm, work, steps=(100, 130), python=False) -> dict:
+    """The host's calls by self time over `steps` of the workload (torch.profiler, CPU events), with their counts;
+    python=True: then its Python functions by own time over as many steps after them (cProfile)."""
+    import cProfile, pstats
     from torch.profiler import ProfilerActivity, profile
     eng = llm.llm_engine
     for p, n in work: eng.add_request(p, SamplingParams(temperature=0, max_tokens=n, ignore_eos=True))
@@ -124,8 +130,31 @@ def host_profile(llm, work, steps=(100, 130)) -> dict:
         for _ in range(steps[1] - steps[0]): eng.step()
         torch.cuda.synchronize()
     rows = sorted(((e.key[:60], e.self_cpu_time_total, e.count) for e in prof.key_averages()), key=lambda r: -r[1])
+    res = dict(steps=steps, top_self_cpu=[[k, round(t / 1e3, 3), c] for k, t, c in rows[:40]])
+    if python:
+        pr = cProfile.Profile()
+        pr.enable()
+        for _ in range(steps[1] - steps[0]): eng.step()
+        torch.cuda.synchronize()
+        pr.disable()
+        st = pstats.Stats(pr).stats          # (file, line, name) -> (primitive calls, calls, own s, cumulative s, _)
+        top = sorted(st.items(), key=lambda kv: -kv[1][2])[:40]
+        res["python_own_ms"] = [[f"{Path(f).name}:{ln}:{fn}", round(t * 1e3, 3), round(c * 1e3, 3), n]
+                                for (f, ln, fn), (_, n, t, c, _) in top]
     while eng.has_unfinished_requests(): eng.step()
-    return dict(steps=steps, top_self_cpu=[[k, round(t / 1e3, 3), c] for k, t, c in rows[:40]])
+    return res
+
+
+def pin_each():
+    "to_device as it was before Staging (00b): each copy's values pinned on their own."
+    import mini_vllm.sampling as smp
+    def to_device(values, device, dtype=None):
+        t = torch.as_tensor(values, dtype=dtype)
+        return t.pin_memory().to(device, non_blocking=True) if torch.device(device).type == "cuda" else t.to(device)
+    mods = [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("mini_vllm")
+            and getattr(m, "to_device", None) is smp.to_device]
+    for m in mods: m.to_device = to_device
+    return lambda: [setattr(m, "to_device", smp.to_device) for m in mods]
 
 
 def build(cfg, mixed: bool, **kw):
@@ -148,13 +177,16 @@ def main(argv=None):
                    help="async: one step ahead; windows: 32-step windows; _eager: prompt steps not replayed; "
                         "async_prepared: the step after a mixed replay prepared on the host")
     p.add_argument("--host-profile", action="store_true", help="profile the host's calls (first async variant)")
+    p.add_argument("--py-profile", action="store_true", help="with --host-profile: its Python functions too")
     a = p.parse_args(argv)
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     cfg = tinyllama_config_dir(Path(tempfile.mkdtemp()) / "tl")
     results = {}
     for v in a.variants.split(","):
+        undo = pin_each() if v == "async_pin_each" else None
         llm, built = build(cfg, not v.endswith("_eager"), async_scheduling=v.startswith("async"))
         if v == "async_prepared": llm.llm_engine.runner._hand_on = lambda meta: None
+        v = v if v not in results else f"{v}_again"
         results[v] = dict(engine_build_s=round(built, 2), mixed_buckets=llm.llm_engine.runner.mixed)
         for n in map(int, a.workloads.split(",")):
             work, key = public_workload(n=n), str(n) if str(n) not in results[v] else f"{n}_again"
@@ -171,12 +203,13 @@ def main(argv=None):
                 print(v, n, results[v][key], flush=True)
         results[v]["mixed_replays"] = llm.llm_engine.runner.mixed_replays
         if a.host_profile and v.startswith("async") and not any("host_profile" in r for r in results.values()):
-            results[v]["host_profile"] = hp = host_profile(llm, public_workload(n=320))    # after the timed runs
+            results[v]["host_profile"] = hp = host_profile(llm, public_workload(n=320), python=a.py_profile)
             print(v, "host profile", json.dumps(hp), flush=True)
         print(v, "engine built in", results[v]["engine_build_s"], "s; steps replayed from mixed buckets:",
               results[v]["mixed_replays"], flush=True)
         (out / "step_timeline.json").write_text(json.dumps(dict(commit=os.environ.get("MINI_VLLM_COMMIT"),
                                                                 device=torch.cuda.get_device_name(0), **results)))
+        if undo: undo()
         del llm; gc.collect(); torch.cuda.empty_cache()
 
 

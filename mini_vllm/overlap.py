@@ -55,11 +55,10 @@ def _grow_tables(runner, reqs: list[Request], lens: list[int]) -> list[int]:
         t = runner.kv.block_table(r.request_id)
         now.append(len(t))
         new += [(i, c, t[c]) for c in range(n, len(t))]
-    if new:
-        rows, cols, blocks = zip(*new)
-        dev = runner.device
-        where = (to_device(rows, dev, torch.long), to_device(cols, dev, torch.long))
-        runner.bt[where] = to_device(blocks, dev, torch.int32)
+    if new:                                          # one copy: flat positions in the table, then the blocks
+        w = to_device([[i * runner.bt.stride(0) + c for i, c, _ in new], [b for _, _, b in new]], runner.device,
+                      torch.long)
+        runner.bt.view(-1)[w[0]] = w[1].to(runner.bt.dtype)
     return now
 
 def launch(runner: ModelRunner, out: SchedulerOutput, last: InFlight | None) -> InFlight:
@@ -77,8 +76,8 @@ def launch(runner: ModelRunner, out: SchedulerOutput, last: InFlight | None) -> 
         return InFlight(out, list(out.requests), tokens, _to_host(tokens), st, replayed=True, tables=lens)
     x = runner.prepare(out)
     if x.pending:                                    # decodes whose input is the token `last` sampled
-        where = to_device([i for i, _ in x.pending], runner.device, torch.long)
-        rows = to_device([last.row[r.request_id] for _, r in x.pending], runner.device, torch.long)
+        where, rows = to_device([[i for i, _ in x.pending], [last.row[r.request_id] for _, r in x.pending]],
+                                runner.device, torch.long)                  # one copy
         x.input_ids[where] = last.tokens[rows]
     tokens, st, logprobs = runner.forward_sample(x)
     replayed = getattr(runner, "replayed", None) is not None and len(x.sampling) == len(out.requests)

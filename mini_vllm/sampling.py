@@ -6,10 +6,10 @@ Docs: https://mini-vllm.github.io/mini_vllm/sampling.html.md"""
 
 # %% auto #0
 __all__ = ['GREEDY_EPS', 'MAX_LOGPROBS', 'MAX_N', 'MAX_STOP', 'MAX_STOP_LEN', 'MAX_TOKEN_LIST', 'MAX_BIAS', 'INT64', 'ParamError',
-           'SamplingParams', 'logits_to_probs', 'to_device', 'make_generator', 'SamplingTensors', 'sample']
+           'SamplingParams', 'logits_to_probs', 'Staging', 'to_device', 'make_generator', 'SamplingTensors', 'sample']
 
 # %% ../nbs/00b_sampling.ipynb #fb25f26d
-import math, reprlib
+import math, reprlib, threading
 from dataclasses import dataclass, field
 
 import torch
@@ -136,11 +136,47 @@ def logits_to_probs(logits: torch.Tensor, temperature: torch.Tensor,
     return torch.empty_like(ranked).scatter_(-1, order, ranked.softmax(-1))  # back to vocabulary order
 
 # %% ../nbs/00b_sampling.ipynb #3e09a5c1
+class Staging:
+    """Pinned host memory reused for small copies to a GPU. Two halves, filled one after the other; when the host
+    leaves a half it records an event, and before it writes that half again it waits for the event, so a copy's
+    source is never overwritten before the GPU has read it. One process-wide instance per device (`to_device`)."""
+    def __init__(self, nbytes: int = 1 << 21, pin: bool = True):
+        self.buf = torch.empty(nbytes, dtype=torch.uint8, pin_memory=pin)
+        self.half, self.at, self.left = 0, 0, [None, None]     # the half being filled, its next free byte, events
+        self.switches, self.lock = 0, threading.Lock()
+
+    def host(self, t: torch.Tensor) -> torch.Tensor | None:
+        "t copied into the staging memory (a view of it), or None if t is larger than a half."
+        n, H = t.numel() * t.element_size(), self.buf.numel() // 2
+        if n > H: return None
+        with self.lock:
+            if self.at + n > H:                                # on to the other half
+                self.left[self.half] = _recorded()
+                self.half, self.at, self.switches = 1 - self.half, 0, self.switches + 1
+                if self.left[self.half] is not None: self.left[self.half].synchronize()
+            start = self.half * H + self.at
+            self.at += -(-n // 16) * 16                        # 16-byte aligned, for any dtype
+        return self.buf[start:start + n].view(t.dtype).view(t.shape).copy_(t)
+
+def _recorded():
+    "An event recorded on the current CUDA stream (None without CUDA: nothing is queued to wait for)."
+    if not torch.cuda.is_available(): return None
+    e = torch.cuda.Event()
+    e.record()
+    return e
+
+_staging: dict = {}
+
 def to_device(values, device, dtype=None) -> torch.Tensor:
     """`values` (a list or a host tensor) as a tensor on `device`; to a GPU through pinned memory, queued behind the
     work already on the stream, without waiting for it."""
     t = torch.as_tensor(values, dtype=dtype)
-    return t.pin_memory().to(device, non_blocking=True) if torch.device(device).type == "cuda" else t.to(device)
+    device = torch.device(device)
+    if device.type != "cuda": return t.to(device)
+    key = device.index if device.index is not None else torch.cuda.current_device()
+    stage = _staging.get(key) or _staging.setdefault(key, Staging())
+    host = stage.host(t)
+    return (host if host is not None else t.pin_memory()).to(device, non_blocking=True)
 
 def make_generator(seed: int | None, device="cpu") -> torch.Generator | None:
     "A generator seeded with `seed`, or None for unseeded requests."
