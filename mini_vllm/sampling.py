@@ -12,6 +12,7 @@ __all__ = ['GREEDY_EPS', 'MAX_LOGPROBS', 'MAX_N', 'MAX_STOP', 'MAX_STOP_LEN', 'M
 import math, reprlib, threading
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from fastcore.basics import patch
 
@@ -136,18 +137,21 @@ def logits_to_probs(logits: torch.Tensor, temperature: torch.Tensor,
     return torch.empty_like(ranked).scatter_(-1, order, ranked.softmax(-1))  # back to vocabulary order
 
 # %% ../nbs/00b_sampling.ipynb #3e09a5c1
+_NP = {torch.long: np.int64, torch.int32: np.int32, torch.float32: np.float32, torch.bool: np.bool_}
+
 class Staging:
     """Pinned host memory reused for small copies to a GPU. Two halves, filled one after the other; when the host
     leaves a half it records an event, and before it writes that half again it waits for the event, so a copy's
     source is never overwritten before the GPU has read it. One process-wide instance per device (`to_device`)."""
     def __init__(self, nbytes: int = 1 << 21, pin: bool = True):
         self.buf = torch.empty(nbytes, dtype=torch.uint8, pin_memory=pin)
-        self.half, self.at, self.left = 0, 0, [None, None]     # the half being filled, its next free byte, events
+        self.np = self.buf.numpy()                             # lists are written through numpy: a fraction of the
+        self.half, self.at, self.left = 0, 0, [None, None]     # cost of torch.tensor(list)
         self.switches, self.lock = 0, threading.Lock()
 
-    def host(self, t: torch.Tensor) -> torch.Tensor | None:
-        "t copied into the staging memory (a view of it), or None if t is larger than a half."
-        n, H = t.numel() * t.element_size(), self.buf.numel() // 2
+    def _take(self, n: int) -> int | None:
+        "The offset of n free bytes, 16-byte aligned, in the half being filled (or the next); None if n > a half."
+        H = self.buf.numel() // 2
         if n > H: return None
         with self.lock:
             if self.at + n > H:                                # on to the other half
@@ -155,8 +159,24 @@ class Staging:
                 self.half, self.at, self.switches = 1 - self.half, 0, self.switches + 1
                 if self.left[self.half] is not None: self.left[self.half].synchronize()
             start = self.half * H + self.at
-            self.at += -(-n // 16) * 16                        # 16-byte aligned, for any dtype
-        return self.buf[start:start + n].view(t.dtype).view(t.shape).copy_(t)
+            self.at += -(-n // 16) * 16
+        return start
+
+    def host(self, values, dtype=None) -> torch.Tensor | None:
+        """`values` (a host tensor, a list, or a list of equal-length lists) written into the staging memory: a
+        tensor that views it. None if they take more than a half."""
+        if isinstance(values, torch.Tensor) or dtype not in _NP:
+            t = torch.as_tensor(values, dtype=dtype)
+            n = t.numel() * t.element_size()
+            if (start := self._take(n)) is None: return None
+            return self.buf[start:start + n].view(t.dtype).view(t.shape).copy_(t)
+        nested = len(values) > 0 and isinstance(values[0], (list, tuple))
+        shape = (len(values), len(values[0])) if nested else (len(values),)
+        n = math.prod(shape) * np.dtype(_NP[dtype]).itemsize
+        if (start := self._take(n)) is None: return None
+        v = self.np[start:start + n].view(_NP[dtype]).reshape(shape)
+        v[...] = values
+        return torch.from_numpy(v)
 
 def _recorded():
     "An event recorded on the current CUDA stream (None without CUDA: nothing is queued to wait for)."
@@ -168,15 +188,15 @@ def _recorded():
 _staging: dict = {}
 
 def to_device(values, device, dtype=None) -> torch.Tensor:
-    """`values` (a list or a host tensor) as a tensor on `device`; to a GPU through pinned memory, queued behind the
-    work already on the stream, without waiting for it."""
-    t = torch.as_tensor(values, dtype=dtype)
+    """`values` (a list, a list of equal-length lists, or a host tensor) as a tensor on `device`; to a GPU through
+    pinned memory (`Staging`), queued behind the work already on the stream, without waiting for it."""
     device = torch.device(device)
-    if device.type != "cuda": return t.to(device)
+    if device.type != "cuda": return torch.as_tensor(values, dtype=dtype).to(device)
     key = device.index if device.index is not None else torch.cuda.current_device()
     stage = _staging.get(key) or _staging.setdefault(key, Staging())
-    host = stage.host(t)
-    return (host if host is not None else t.pin_memory()).to(device, non_blocking=True)
+    host = stage.host(values, dtype)
+    if host is None: host = torch.as_tensor(values, dtype=dtype).pin_memory()
+    return host.to(device, non_blocking=True)
 
 def make_generator(seed: int | None, device="cpu") -> torch.Generator | None:
     "A generator seeded with `seed`, or None for unseeded requests."
