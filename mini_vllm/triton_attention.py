@@ -122,20 +122,27 @@ def _decode_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_pt
     else:
         start = part * partition
         end = tl.minimum(start + partition, seq_len)
-        n = start + tl.arange(0, BLOCK_N)                          # the first tile, asked for before the wait,
-        slot = _kv_slots(bt_ptr, req, stride_bt, n, n < end, BLOCK_SIZE)       # but for the tokens this step writes
-        fresh = _written_now(slot, slot_ptr, num_new, STEP_PAD)
-        k, v = _kv_tile(k_ptr, v_ptr, slot, (n < end) & (fresh == 0), kvh, HKV, D)
-        if PDL:
-            tl.extra.cuda.gdc_launch_dependents()
-            tl.extra.cuda.gdc_wait()                               # this step's k, v and q are written now
-        if start < end:                                            # partitions past the context do nothing
-            q = tl.load(q_ptrs, mask=(g < G)[:, None], other=0.0)
-            k_new, v_new = _kv_tile(k_ptr, v_ptr, slot, (n < end) & fresh, kvh, HKV, D)
-            k, v = tl.where(fresh[:, None], k_new, k), tl.where(fresh[:, None], v_new, v)
-            m_i, l_i, acc = _online_softmax(q, k, v, (n < end)[None, :], m_i, l_i, acc, qk_scale, IEEE)
-            m_i, l_i, acc = _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, start + BLOCK_N, end,
-                                          kvh, qk_scale, HKV, D, BLOCK_SIZE, BLOCK_N, IEEE)
+        if STEP_PAD == 0:                                          # no slots of this step to tell apart: one loop
+            if start < end:                                        # (partitions past the context do nothing)
+                q = tl.load(q_ptrs, mask=(g < G)[:, None], other=0.0)
+                m_i, l_i, acc = _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, start, end,
+                                              kvh, qk_scale, HKV, D, BLOCK_SIZE, BLOCK_N, IEEE)
+        else:
+            n = start + tl.arange(0, BLOCK_N)                      # the first tile, asked for before the wait,
+            slot = _kv_slots(bt_ptr, req, stride_bt, n, n < end, BLOCK_SIZE)   # but for the tokens this step writes
+            fresh = _written_now(slot, slot_ptr, num_new, STEP_PAD)
+            k, v = _kv_tile(k_ptr, v_ptr, slot, (n < end) & (fresh == 0), kvh, HKV, D)
+            if PDL:
+                tl.extra.cuda.gdc_launch_dependents()
+                tl.extra.cuda.gdc_wait()                           # this step's k, v and q are written now
+            if start < end:
+                q = tl.load(q_ptrs, mask=(g < G)[:, None], other=0.0)
+                k_new, v_new = _kv_tile(k_ptr, v_ptr, slot, (n < end) & fresh, kvh, HKV, D)
+                k, v = tl.where(fresh[:, None], k_new, k), tl.where(fresh[:, None], v_new, v)
+                m_i, l_i, acc = _online_softmax(q, k, v, (n < end)[None, :], m_i, l_i, acc, qk_scale, IEEE)
+                m_i, l_i, acc = _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, start + BLOCK_N,
+                                              end, kvh, qk_scale, HKV, D, BLOCK_SIZE, BLOCK_N, IEEE)
+        if start < end:
             live = tl.minimum(tl.cdiv(seq_len, partition), num_parts)              # partitions with tokens in them
             if live == 1:                                          # this one alone: finish here
                 _store_heads(o_ptr, acc / l_i[:, None], tok, kvh, g, stride_ot, stride_oh, G, D)
