@@ -142,8 +142,9 @@ _NP = {torch.long: np.int64, torch.int32: np.int32, torch.float32: np.float32, t
 class Staging:
     """Pinned host memory reused for small copies to a GPU. Two halves, filled one after the other; when the host
     leaves a half it records an event, and before it writes that half again it waits for the event, so a copy's
-    source is never overwritten before the GPU has read it. One process-wide instance per device (`to_device`)."""
-    def __init__(self, nbytes: int = 1 << 21, pin: bool = True):
+    source is never overwritten before the GPU has read it. One process-wide instance per device (`to_device`); its
+    4 MiB halves hold the inputs of several steps of 16,384 tokens, so that wait finds the copies long done."""
+    def __init__(self, nbytes: int = 1 << 23, pin: bool = True):
         self.buf = torch.empty(nbytes, dtype=torch.uint8, pin_memory=pin)
         self.np = self.buf.numpy()                             # lists are written through numpy: a fraction of the
         self.half, self.at, self.left = 0, 0, [None, None]     # cost of torch.tensor(list)
