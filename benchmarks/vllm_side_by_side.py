@@ -229,6 +229,9 @@ def run_child(name, model_dir, a, out: Path, timeout: float) -> dict:
 def environment(a) -> dict:
     env = dict(python=platform.python_version(), machine=f"{platform.machine()}, {os.cpu_count()} cores",
                command=" ".join(sys.argv), date=time.strftime("%Y-%m-%d %H:%M:%S"), dtype=a.dtype)
+    try:                                       # the host's processor: both engines' Python runs on it
+        env["cpu"] = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration): env["cpu"] = platform.processor() or None
     try:
         q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
                            capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
