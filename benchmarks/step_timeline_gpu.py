@@ -145,15 +145,13 @@ def host_profile(llm, work, steps=(100, 130), python=False) -> dict:
     return res
 
 
-def pin_each():
-    "to_device as it was before Staging (00b): each copy's values pinned on their own."
+def patch_pin_each():
+    "Every module's to_device replaced by the one before Staging (00b, `to_device_gpu.pin_each`); returns the undo."
     import mini_vllm.sampling as smp
-    def to_device(values, device, dtype=None):
-        t = torch.as_tensor(values, dtype=dtype)
-        return t.pin_memory().to(device, non_blocking=True) if torch.device(device).type == "cuda" else t.to(device)
+    from to_device_gpu import pin_each
     mods = [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("mini_vllm")
             and getattr(m, "to_device", None) is smp.to_device]
-    for m in mods: m.to_device = to_device
+    for m in mods: m.to_device = pin_each
     return lambda: [setattr(m, "to_device", smp.to_device) for m in mods]
 
 
@@ -183,7 +181,7 @@ def main(argv=None):
     cfg = tinyllama_config_dir(Path(tempfile.mkdtemp()) / "tl")
     results = {}
     for v in a.variants.split(","):
-        undo = pin_each() if v == "async_pin_each" else None
+        undo = patch_pin_each() if v == "async_pin_each" else None
         llm, built = build(cfg, not v.endswith("_eager"), async_scheduling=v.startswith("async"))
         if v == "async_prepared": llm.llm_engine.runner._hand_on = lambda meta: None
         v = v if v not in results else f"{v}_again"

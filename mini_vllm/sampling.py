@@ -141,14 +141,16 @@ _NP = {torch.long: np.int64, torch.int32: np.int32, torch.float32: np.float32, t
 
 class Staging:
     """Pinned host memory reused for small copies to a GPU. Two halves, filled one after the other; when the host
-    leaves a half it records an event, and before it writes that half again it waits for the event, so a copy's
-    source is never overwritten before the GPU has read it. One process-wide instance per device (`to_device`); its
-    4 MiB halves hold the inputs of several steps of 16,384 tokens, so that wait finds the copies long done."""
-    def __init__(self, nbytes: int = 1 << 23, pin: bool = True):
-        self.buf = torch.empty(nbytes, dtype=torch.uint8, pin_memory=pin)
+    leaves a half it records an event on the device's stream, and before it writes that half again it waits for the
+    event, so a copy's source is never overwritten before the GPU has read it. One process-wide instance per device
+    (`to_device`); its 4 MiB halves hold the inputs of several steps of 16,384 tokens, so that wait finds the copies
+    long done. `device=None`: ordinary memory and no events (the CPU check below)."""
+    def __init__(self, nbytes: int = 1 << 23, device: torch.device | None = None):
+        self.device = device
+        self.buf = torch.empty(nbytes, dtype=torch.uint8, pin_memory=device is not None)
         self.np = self.buf.numpy()                             # lists are written through numpy: a fraction of the
         self.half, self.at, self.left = 0, 0, [None, None]     # cost of torch.tensor(list)
-        self.switches, self.lock = 0, threading.Lock()
+        self.lock = threading.Lock()
 
     def _take(self, n: int) -> int | None:
         "The offset of n free bytes, 16-byte aligned, in the half being filled (or the next); None if n > a half."
@@ -156,8 +158,10 @@ class Staging:
         if n > H: return None
         with self.lock:
             if self.at + n > H:                                # on to the other half
-                self.left[self.half] = _recorded()
-                self.half, self.at, self.switches = 1 - self.half, 0, self.switches + 1
+                if self.device is not None:
+                    self.left[self.half] = torch.cuda.Event()
+                    self.left[self.half].record(torch.cuda.current_stream(self.device))
+                self.half, self.at = 1 - self.half, 0
                 if self.left[self.half] is not None: self.left[self.half].synchronize()
             start = self.half * H + self.at
             self.at += -(-n // 16) * 16
@@ -179,13 +183,6 @@ class Staging:
         v[...] = values
         return torch.from_numpy(v)
 
-def _recorded():
-    "An event recorded on the current CUDA stream (None without CUDA: nothing is queued to wait for)."
-    if not torch.cuda.is_available(): return None
-    e = torch.cuda.Event()
-    e.record()
-    return e
-
 _staging: dict = {}
 
 def to_device(values, device, dtype=None) -> torch.Tensor:
@@ -193,8 +190,8 @@ def to_device(values, device, dtype=None) -> torch.Tensor:
     pinned memory (`Staging`), queued behind the work already on the stream, without waiting for it."""
     device = torch.device(device)
     if device.type != "cuda": return torch.as_tensor(values, dtype=dtype).to(device)
-    key = device.index if device.index is not None else torch.cuda.current_device()
-    stage = _staging.get(key) or _staging.setdefault(key, Staging())
+    if device.index is None: device = torch.device("cuda", torch.cuda.current_device())
+    stage = _staging.get(device) or _staging.setdefault(device, Staging(device=device))
     host = stage.host(values, dtype)
     if host is None: host = torch.as_tensor(values, dtype=dtype).pin_memory()
     return host.to(device, non_blocking=True)
