@@ -7,7 +7,9 @@ shape and row count; writes them all to --out. `--int8`: int8 weights with a sca
 right of `tl.dot` or on its left (`int8_left`: out.T = W @ x.T).
   python3 benchmarks/full_batch_gemm_sweep.py --out $OUT/full_batch_gemm.json [--ms 128,208,256] [--budget-s 400] [--int8]
 """
-import argparse, itertools, json, os, time
+import argparse, itertools, json, os, sys, time
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch, triton, triton.language as tl
 
 SHAPES = {"qkv": (2560, 2048), "o": (2048, 2048), "gate_up": (11264, 2048), "down": (2048, 5632), "lm_head": (32000, 2048)}
