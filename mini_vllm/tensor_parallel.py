@@ -69,7 +69,7 @@ def _follow(m, device, conn):
     num_blocks, block_size, backend, graphs, max_num_seqs, max_model_len = recv()
     cache = PagedKVCache.allocate(m.config, num_blocks, block_size, next(m.parameters()).dtype, device)
     kv = SimpleNamespace(block_size=block_size)                        # all a runner reads of the block manager
-    if graphs: runner = CUDAGraphRunner(m, cache, kv, max_num_seqs, max_model_len, fastest=False)
+    if graphs: runner = CUDAGraphRunner(m, cache, kv, max_num_seqs, max_model_len)
     else: runner = ModelRunner(m, cache, kv, backend)
     meta = rows = None
     with torch.inference_mode():
@@ -329,7 +329,7 @@ def tp_runner(group: TensorParallelGroup, cache, kv, attention_backend: str, gra
     "Rank 0's runner; every worker builds the same one, at the same time (graph capture runs collectives)."
     try:
         group.send((cache.k.shape[1], kv.block_size, attention_backend, graphs, max_num_seqs, max_model_len))
-        if graphs: runner = TPGraphRunner(group.model, cache, kv, max_num_seqs, max_model_len, fastest=False)
+        if graphs: runner = TPGraphRunner(group.model, cache, kv, max_num_seqs, max_model_len)
         else: runner = TPModelRunner(group.model, cache, kv, attention_backend)
     except BaseException:
         group.shutdown()
