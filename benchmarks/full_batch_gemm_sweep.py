@@ -4,7 +4,8 @@ TMA descriptors. Each call reads its own copy of the weights inside one CUDA gra
 in a step, not from the 50 MB L2), and each tiling's output is checked against cuBLAS's. Prints one JSON row per
 shape and row count; writes them all to --out. `--int8`: int8 weights with a scale per row instead, chapter 05's
 `qmm` (in the cuBLAS column) against a TMA kernel that turns the integers into bf16 in registers, the weights on the
-right of `tl.dot` or on its left (`int8_left`: out.T = W @ x.T), or on the right through plain pointers (`int8_ptr`).
+right of `tl.dot` or on its left (`int8_left`: out.T = W @ x.T), or on the right through plain pointers (`int8_ptr`); `qmm_right`, `qmm_left`: chapter 05's `qmm` itself with each
+tiling, the weights on the right or on the left (each call then also copies its output: a few us).
   python3 benchmarks/full_batch_gemm_sweep.py --out $OUT/full_batch_gemm.json [--ms 128,208,256] [--budget-s 400] [--int8]
 """
 import argparse, itertools, json, os, sys, time
@@ -80,6 +81,10 @@ def mm(x, w, y, kind, bm, bn, bk, warps, stages, scales=None):
     grid = (triton.cdiv(M, bm), triton.cdiv(N, bn))
     if kind == "ptr":
         return lambda: _mm[grid](x, w, y, M, N, K, bm, bn, bk, stages, num_warps=warps)
+    if kind in ("qmm_right", "qmm_left"):                    # chapter 05's qmm with this tiling (its own shares)
+        from mini_vllm.quant_kernels import qmm
+        t = dict(block_m=bm, block_n=bn, block_k=bk, num_warps=warps, num_stages=stages, w_right=kind == "qmm_right")
+        return lambda: y.copy_(qmm(x, w, scales, **t))
     if kind == "int8_ptr":
         return lambda: _mm_int8_ptr[grid](x, w, scales, y, M, N, K, bm, bn, bk, stages, num_warps=warps)
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -114,6 +119,7 @@ def tilings(M, kinds=("ptr", "tma")):
         if bm > max(64, triton.next_power_of_2(M)) or bm * bn > 128 * 256: continue
         if stages * (bm + bn) * bk * 2 > 200 * 1024: continue               # shared memory of the stages
         if bm * bn >= 128 * 256 and warps == 4: continue                    # the accumulator alone: 256 registers
+        if kind.startswith("qmm") and (warps != 4 or bm > 128 or bn > 128): continue    # near qmm's table only
         yield dict(kind=kind, bm=bm, bn=bn, bk=bk, warps=warps, stages=stages)
 
 
