@@ -1,7 +1,7 @@
 """Decode attention (chapter 04g1) for a full batch whose contexts differ in length, as in the public workload midway
 (prompt U[100, 1024] plus a uniform share of an output U[100, 1024]), against the same number of tokens in equal
 contexts: how much of the copy bandwidth each reaches, and whether the order in which the requests' programs start
-matters (as drawn, longest first, shortest first). 256 requests, TinyLlama's heads (32 query, 4 KV, 64 dims), bf16,
+matters (as drawn, longest first, shortest first), and contexts cut into partitions of 1,024, 512 or 256 tokens. 256 requests, TinyLlama's heads (32 query, 4 KV, 64 dims), bf16,
 blocks of 16 in shuffled order; each call replayed back to back inside a CUDA graph sized, like the engine's, for
 contexts up to 2,048. From the repo root, on a CUDA GPU:
   python3 benchmarks/attn_length_mix.py --out $OUT/attn_mix
@@ -51,11 +51,14 @@ def main():
         by_len = sorted(range(B), key=lambda i: -seq[i])
         orders = {"as drawn": list(range(B))} if name == "equal" else {
             "as drawn": list(range(B)), "longest first": by_len, "shortest first": by_len[::-1]}
-        for order, reqs in orders.items():
+        runs = [(order, reqs, None) for order, reqs in orders.items()]
+        runs += [("as drawn", list(range(B)), cap) for cap in (1024, 512, 256)]   # contexts cut into partitions
+        for order, reqs, cap in runs:
             r = torch.tensor(reqs, dtype=torch.int32, device="cuda")
             us = graph_us([lambda: ta.paged_decode_attention(o, q, cache.k[0], cache.v[0], meta.block_tables,
-                                                             meta.seq_lens, meta.query_start_loc, r, 0.125, MAX_LEN)] * 8)
-            row = dict(contexts=name, order=order, us=round(us, 1), gb_per_s=round(kv_bytes / us / 1e3),
+                                                             meta.seq_lens, meta.query_start_loc, r, 0.125, MAX_LEN,
+                                                             partition=cap)] * 8)
+            row = dict(contexts=name, order=order, partition=cap, us=round(us, 1), gb_per_s=round(kv_bytes / us / 1e3),
                        fraction_of_copy=round(kv_bytes / us / 1e3 / copy_gb_s, 3))
             res["rows"].append(row)
             print(json.dumps(row), flush=True)
