@@ -4,8 +4,7 @@ TMA descriptors. Each call reads its own copy of the weights inside one CUDA gra
 in a step, not from the 50 MB L2), and each tiling's output is checked against cuBLAS's. Prints one JSON row per
 shape and row count; writes them all to --out. `--int8`: int8 weights with a scale per row instead, chapter 05's
 `qmm` (in the cuBLAS column) against a TMA kernel that turns the integers into bf16 in registers, the weights on the
-right of `tl.dot` or on its left (`int8_left`: out.T = W @ x.T), or on the right through plain pointers (`int8_ptr`); `qmm_right`, `qmm_left`: chapter 05's `qmm` itself with each
-tiling, the weights on the right or on the left (each call then also copies its output: a few us).
+right of `tl.dot` or on its left (`int8_left`: out.T = W @ x.T).
   python3 benchmarks/full_batch_gemm_sweep.py --out $OUT/full_batch_gemm.json [--ms 128,208,256] [--budget-s 400] [--int8]
 """
 import argparse, itertools, json, os, sys, time
@@ -60,35 +59,14 @@ def _mm_int8(x_desc, w_desc, s_ptr, y_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK
     tl.store(y_ptr + rm[:, None] * N + rn[None, :], acc.to(y_ptr.dtype.element_ty), mask=rm[:, None] < M)
 
 
-@triton.jit
-def _mm_int8_ptr(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                 BLOCK_K: tl.constexpr, STAGES: tl.constexpr):
-    "_mm_int8 with the weights on the right, through plain pointers (no TMA: any GPU)."
-    pm, pn = tl.program_id(0), tl.program_id(1)
-    rm, rn, rk = pm * BLOCK_M + tl.arange(0, BLOCK_M), pn * BLOCK_N + tl.arange(0, BLOCK_N), tl.arange(0, BLOCK_K)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
-    for k in tl.range(0, K, BLOCK_K, num_stages=STAGES):
-        x = tl.load(x_ptr + rm[:, None] * K + (k + rk)[None, :], mask=rm[:, None] < M, other=0.0)
-        w = tl.load(w_ptr + rn[:, None] * K + (k + rk)[None, :]).to(tl.bfloat16)
-        acc = tl.dot(x, tl.trans(w), acc)
-    acc = acc * tl.load(s_ptr + rn).to(tl.float32)[None, :]
-    tl.store(y_ptr + rm[:, None] * N + rn[None, :], acc.to(y_ptr.dtype.element_ty), mask=rm[:, None] < M)
-
-
 def mm(x, w, y, kind, bm, bn, bk, warps, stages, scales=None):
     M, K = x.shape
     N = w.shape[0]
     grid = (triton.cdiv(M, bm), triton.cdiv(N, bn))
     if kind == "ptr":
         return lambda: _mm[grid](x, w, y, M, N, K, bm, bn, bk, stages, num_warps=warps)
-    if kind in ("qmm_right", "qmm_left"):                    # chapter 05's qmm with this tiling (its own shares)
-        from mini_vllm.quant_kernels import qmm
-        t = dict(block_m=bm, block_n=bn, block_k=bk, num_warps=warps, num_stages=stages, w_right=kind == "qmm_right")
-        return lambda: y.copy_(qmm(x, w, scales, **t))
-    if kind == "int8_ptr":
-        return lambda: _mm_int8_ptr[grid](x, w, scales, y, M, N, K, bm, bn, bk, stages, num_warps=warps)
     from triton.tools.tensor_descriptor import TensorDescriptor
-    if kind in ("int8", "int8_left"):
+    if kind.startswith("int8"):
         xd, wd = TensorDescriptor.from_tensor(x, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk])
         return lambda: _mm_int8[grid](xd, wd, scales, y, M, N, K, bm, bn, bk, stages, kind == "int8_left",
                                       num_warps=warps)
@@ -119,7 +97,6 @@ def tilings(M, kinds=("ptr", "tma")):
         if bm > max(64, triton.next_power_of_2(M)) or bm * bn > 128 * 256: continue
         if stages * (bm + bn) * bk * 2 > 200 * 1024: continue               # shared memory of the stages
         if bm * bn >= 128 * 256 and warps == 4: continue                    # the accumulator alone: 256 registers
-        if kind.startswith("qmm") and (warps != 4 or bm > 128 or bn > 128): continue    # near qmm's table only
         yield dict(kind=kind, bm=bm, bn=bn, bk=bk, warps=warps, stages=stages)
 
 
@@ -130,7 +107,6 @@ def main():
     p.add_argument("--shapes", default=",".join(SHAPES))
     p.add_argument("--budget-s", type=float, default=400)
     p.add_argument("--int8", action="store_true", help="int8 weights instead: chapter 05's qmm against TMA kernels")
-    p.add_argument("--kinds", default=None, help="the kernels to try, e.g. int8_ptr (default: all for the weights)")
     a = p.parse_args()
     torch.manual_seed(0)
     res = dict(commit=os.environ.get("MINI_VLLM_COMMIT"), device=torch.cuda.get_device_name(0),
@@ -154,8 +130,7 @@ def main():
                 ref = x @ ws[0].t()
                 cub = graph_us([lambda w=w: torch.mm(x, w.t(), out=y) for w in ws])
             sweep = []
-            for c in tilings(M, tuple(a.kinds.split(",")) if a.kinds else ("int8", "int8_left", "int8_ptr") if a.int8
-                             else ("ptr", "tma")):
+            for c in tilings(M, ("int8", "int8_left") if a.int8 else ("ptr", "tma")):
                 if time.time() > t_end: break
                 try:
                     cfg = {k: v for k, v in c.items() if k != "kind"}

@@ -23,26 +23,19 @@ from .triton_kernels import num_sms, tl, triton   # Triton as chapter 04g set it
 def _qmm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, part_ptr, count_ptr, M, N, K, stride_x, stride_out,
                 HAS_BIAS: tl.constexpr, WBITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_N: tl.constexpr,
-                SPLIT: tl.constexpr, IEEE: tl.constexpr, W_RIGHT: tl.constexpr):
+                SPLIT: tl.constexpr, IEEE: tl.constexpr):
     pid, split, num_n, num_m = tl.program_id(0), tl.program_id(1), tl.cdiv(N, BLOCK_N), tl.cdiv(M, BLOCK_M)
     first_n = (pid // (GROUP_N * num_m)) * GROUP_N           # GROUP_N weight tiles in a row share each tile of inputs
     cols = min(num_n - first_n, GROUP_N)
     pn, pm = first_n + (pid % (GROUP_N * num_m)) % cols, (pid % (GROUP_N * num_m)) // cols
     m, n = pm * BLOCK_M + tl.arange(0, BLOCK_M), pn * BLOCK_N + tl.arange(0, BLOCK_N)
     mm, nm = m < M, n < N
-    if W_RIGHT: acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)              # out (int8 only, below)
-    else: acc = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)                    # out.T: a row per weight row
+    acc = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)                          # out.T: a row per weight row
     HALF: tl.constexpr = BLOCK_K // 2
     x_cols, w_rows = x_ptr + m.to(tl.int64)[None, :] * stride_x, w_ptr + n.to(tl.int64)[:, None] * _row_len(K, WBITS)
     k_len = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT) * BLOCK_K                   # this program's share of K
     for k0 in range(split * k_len, min(K, split * k_len + k_len), BLOCK_K):
-        if W_RIGHT:                                                         # x @ W.T, the integers as they are
-            k = k0 + tl.arange(0, BLOCK_K)
-            w = tl.load(w_rows + k[None, :], mask=nm[:, None] & (k < K)[None, :], other=0)
-            xk = tl.load(x_ptr + m.to(tl.int64)[:, None] * stride_x + k[None, :], mask=mm[:, None] & (k < K)[None, :],
-                         other=0.0)                                         # (BLOCK_M, BLOCK_K)
-            acc = tl.dot(xk, tl.trans(w.to(xk.dtype)), acc, input_precision="ieee" if IEEE else None)
-        elif WBITS == 8:                                                    # the chunk's integers; scaled at the end
+        if WBITS == 8:                                                      # the chunk's integers; scaled at the end
             k = k0 + tl.arange(0, BLOCK_K)
             w = _int8_weights(tl.load(w_rows + k[None, :], mask=nm[:, None] & (k < K)[None, :], other=0))
             xt = tl.load(x_cols + k[:, None], mask=mm[None, :] & (k < K)[:, None], other=0.0)   # (BLOCK_K, BLOCK_M)
@@ -55,7 +48,6 @@ def _qmm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, part_ptr, count_ptr,
             acc = tl.dot(lo.to(xt.dtype), xt, acc, input_precision="ieee" if IEEE else None)
             xt = tl.load(x_cols + HALF + k[:, None], mask=mm[None, :], other=0.0)
             acc = tl.dot(hi.to(xt.dtype), xt, acc, input_precision="ieee" if IEEE else None)
-    if W_RIGHT: acc = tl.trans(acc)
     last = True
     if SPLIT > 1:                                  # each share writes its sum; the last to arrive adds them in order
         tile = tl.arange(0, BLOCK_N)[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :]
@@ -93,7 +85,7 @@ def qmm_split(tiles: int, chunks: int, M: int) -> int:
 def qmm(x, w, scales, zeros=None, group_size=None, bias=None, **tiling):
     """x @ W.T (+ bias) for x (M, K): W int8 (N, K) with a scale per row, or packed int4 (N, K/2) with group scales
     (and zeros). The integers are read and dequantized in registers; the result is in x's dtype. `tiling` overrides
-    QMM_TILING's entry, `split` and `w_right` (int8 weights on the right of the product) included."""
+    QMM_TILING's entry, `split` included."""
     M, K = x.shape
     N, bits = w.shape[0], _bits(w)
     assert w.shape[1] == (K if bits == 8 else K // 2) and x.stride(1) == 1 and w.is_contiguous()
@@ -112,8 +104,7 @@ def qmm(x, w, scales, zeros=None, group_size=None, bias=None, **tiling):
                                 out.stride(0), HAS_BIAS=bias is not None, WBITS=bits, GROUP=group_size or 1,
                                 HAS_ZERO=zeros is not None, BLOCK_M=t["block_m"], BLOCK_N=t["block_n"],
                                 BLOCK_K=block_k, GROUP_N=8, SPLIT=split, IEEE=x.dtype == torch.float32,
-                                W_RIGHT=bits == 8 and t.get("w_right", False), num_warps=t["num_warps"],
-                                num_stages=t["num_stages"])
+                                num_warps=t["num_warps"], num_stages=t["num_stages"])
     return out
 
 
