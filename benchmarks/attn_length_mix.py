@@ -14,7 +14,7 @@ import torch
 from mini_vllm import triton_attention as ta
 from mini_vllm.loading import ModelConfig
 from mini_vllm.paged_attention import AttentionMetadata, PagedKVCache
-from full_batch_gemm_sweep import graph_us
+from gpu_bench import graph_us
 
 H, HKV, D, BS, B, MAX_LEN = 32, 4, 64, 16, 256, 2048
 

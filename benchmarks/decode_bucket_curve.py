@@ -13,7 +13,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent)); sys.path.insert(0, str(HERE))
 import torch
-from full_batch_gemm_sweep import SHAPES, graph_us
+from full_batch_gemm_sweep import SHAPES
+from gpu_bench import back_to_back_ms, graph_us
 from workload import tinyllama_config_dir
 
 LAYERS = 22
@@ -44,17 +45,7 @@ def graph_curve(ms, reps=20):
         cg.graph_buckets = orig
     runner, out = llm.llm_engine.runner, {}
     for M in ms:                                              # every row padding (as after capture): seq_len 1
-        g = runner.graphs[M]
-        for _ in range(3): g()
-        best = float("inf")
-        for _ in range(3):
-            torch.cuda.synchronize()
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            for _ in range(reps): g()
-            b.record(); b.synchronize()
-            best = min(best, a.elapsed_time(b) * 1e3 / reps)
-        out[M] = round(best, 1)
+        out[M] = round(min(back_to_back_ms(runner.graphs[M], reps) for _ in range(3)) * 1e3, 1)   # best of three
     return out
 
 

@@ -9,8 +9,9 @@ right of `tl.dot` or on its left (`int8_left`: out.T = W @ x.T).
 """
 import argparse, itertools, json, os, sys, time
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1])); sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch, triton, triton.language as tl
+from gpu_bench import graph_us  # noqa: E402  (calls recorded into one CUDA graph, us per call)
 
 SHAPES = {"qkv": (2560, 2048), "o": (2048, 2048), "gate_up": (11264, 2048), "down": (2048, 5632), "lm_head": (32000, 2048)}
 
@@ -75,22 +76,6 @@ def mm(x, w, y, kind, bm, bn, bk, warps, stages, scales=None):
     return lambda: _mm_tma[grid](xd, wd, yd, K, bm, bn, bk, stages, num_warps=warps)
 
 
-def graph_us(calls) -> float:
-    "Microseconds per call, the calls recorded into one CUDA graph and replayed (median of 10)."
-    for c in calls: c()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for c in calls: c()
-    for _ in range(2): g.replay()
-    times = []
-    for _ in range(10):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); g.replay(); b.record(); b.synchronize()
-        times.append(a.elapsed_time(b))
-    return sorted(times)[5] * 1e3 / len(calls)
-
-
 def tilings(M, kinds=("ptr", "tma")):
     for kind, bm, bn, bk, warps, stages in itertools.product(kinds, (64, 128, 256), (64, 128, 256), (64, 128),
                                                             (4, 8), (3, 4)):
@@ -115,11 +100,12 @@ def main():
     for name in a.shapes.split(","):
         N, K = SHAPES[name]
         copies = max(4, min(32, (400 << 20) // (N * K * 2)))                 # 400 MB of weights: beyond L2
-        ws = [torch.randn(N, K, dtype=torch.bfloat16, device="cuda") / 30 for _ in range(copies)]
-        if a.int8:
+        if a.int8:                                                          # half the bytes: twice the copies
             from mini_vllm.quant_kernels import qmm
             scales = torch.rand(N, device="cuda", dtype=torch.bfloat16) / 100 + 1e-3
             ws = [torch.randint(-127, 128, (N, K), dtype=torch.int8, device="cuda") for _ in range(copies * 2)]
+        else:
+            ws = [torch.randn(N, K, dtype=torch.bfloat16, device="cuda") / 30 for _ in range(copies)]
         for M in map(int, a.ms.split(",")):
             x = torch.randn(M, K, dtype=torch.bfloat16, device="cuda")
             y = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
