@@ -531,6 +531,7 @@ def main(argv=None):
     p.add_argument("--quantization", default=None, choices=("int8", "int4"), help="weights of the engine sections")
     p.add_argument("--batch1-variants", default="small_batch,small_batch_no_ahead,small_batch_no_pdl,cublas")
     p.add_argument("--quant-tiling", default=None, help='JSON {"bits,rows,kind": tiling} over small_batch.QUANT_TILING')
+    p.add_argument("--qmm-tma-rows", default=None, help="LO,HI over quant_kernels.QMM_TMA_ROWS (0,0: never through TMA)")
     p.add_argument("--qmm-tiling", default=None, help='JSON {"rows": {key: value}} over the entries of quant_kernels.QMM_TILING')
     args = p.parse_args(argv)
     global DTYPE
@@ -542,6 +543,10 @@ def main(argv=None):
             bits, m, kind = key.split(",")
             sb.QUANT_TILING[(int(bits), int(m), kind)] = t
         RESULTS["quant_tiling"] = json.loads(args.quant_tiling)
+    if args.qmm_tma_rows:                                           # chapter 05's int8 products through TMA: which rows
+        from mini_vllm import quant_kernels as qk
+        qk.QMM_TMA_ROWS = tuple(int(v) for v in args.qmm_tma_rows.split(","))
+        RESULTS["qmm_tma_rows"] = qk.QMM_TMA_ROWS
     if args.qmm_tiling:                                             # a variant of chapter 05's qmm tilings
         from mini_vllm import quant_kernels as qk
         over = {int(k) if k != "None" else None: v for k, v in json.loads(args.qmm_tiling).items()}
