@@ -7,7 +7,8 @@
 #
 # Run from the repo root. Everything goes under $OUT (default ./gpu_book_out), at most 8 files, none deeper than
 # $OUT/a/b/file: env.txt, <step>.log per step, gpu_bench_fp16.json (and _bf16), bench_extras.tgz, notebooks.tgz,
-# quant.tgz (chapter 05: the kernels' errors and timings, then batch 1 and the public workload in bf16, int8, int4).
+# quant.tgz (chapter 05: the kernels' errors and timings, then batch 1 and the public workload in bf16, int8, int4)
+# with gpu_quant.json, the file chapter 05b reads.
 # Each step runs in its own process under its own time limit, so one that fails or hangs leaves the others' files.
 # Wheels for what the GPU image lacks (fastcore) are taken from $WHEELS (default .whl), as benchmarks/README.md says.
 set -u
@@ -65,6 +66,21 @@ quant)                                  # chapter 05: kernels, then the engine w
             --batch1-variants small_batch --quantization int$bits --quant-tiling "$tiling"
     done
     grep -h "ms/token\|tok/s\|rc=" "$OUT"/engine_*.log | cut -c1-110
+    python3 - /tmp/quant "$OUT/gpu_quant.json" <<'PY'   # chapter 05b's file: the kernels, then each engine
+import json, os, sys
+d, out = sys.argv[1:]
+k = json.load(open(f"{d}/kernels/gpu_bench.json"))
+r = dict(env=k["env"], code=os.environ["MINI_VLLM_COMMIT"], commands=dict(
+    kernels="python3 benchmarks/gpu_bench.py --sections env,quant",
+    engines="python3 benchmarks/gpu_bench.py --sections env,batch1,thru --batch1-variants small_batch "
+            "--thru-variants steps32_b16384 [--quantization int8|int4]"), quant=k.get("quant"), engines={})
+for q in ("none", "int8", "int4"):
+    try: e = json.load(open(f"{d}/engine_{q}/gpu_bench.json"))
+    except OSError: continue
+    r["engines"][q] = dict(quantization=None if q == "none" else q, batch1=e.get("batch1", {}).get("small_batch"),
+                           thru=e.get("thru", {}).get("steps32_b16384"), workload=e.get("thru", {}).get("workload"))
+json.dump(r, open(out, "w"), indent=1)
+PY
     mv "$OUT"/quant.log "$OUT"/engine_*.log /tmp/quant/ 2>/dev/null
     (cd /tmp && tar czf "$OUT/quant.tgz" quant) ;;
 tp)                                     # chapter 09 on two GPUs: batch 1, the public workload, agreement

@@ -139,6 +139,8 @@ def qmm_tma(x, w, scales, bias=None, **tiling):
     M, K = x.shape
     N = w.shape[0]
     t = {**QMM_TMA_TILING["wide" if N > 4096 else "narrow"], **tiling}
+    if "block_n" not in tiling and triton.cdiv(M, t["block_m"]) * triton.cdiv(N, 32) <= num_sms():
+        t["block_n"] = 32                                       # half-height weight tiles that still fit one wave
     out = torch.empty(M, N, dtype=x.dtype, device=x.device)
     xd = TensorDescriptor.from_tensor(x, [t["block_m"], t["block_k"]])
     wd = TensorDescriptor.from_tensor(w, [t["block_n"], t["block_k"]])

@@ -1,0 +1,105 @@
+"""Chapter 05b's int8 product through TMA (`qmm_tma`) at a full decode batch, against variants of its loop: Triton's
+warp specialization (`tl.range(..., warp_specialize=True)`: a group of warps that only issues the TMA loads, others
+that convert and multiply), and the int8 weights on the left of the product (out.T = W @ x.T, the converted tile then
+a register operand of `wgmma` instead of going back to shared memory). Each call on its own copy of the weights inside
+one CUDA graph (from HBM, as in a step); every variant's output checked against the dequantized product first. bf16
+cuBLAS on the same shapes for scale. Prints one JSON row per shape and row count; writes them all to --out.
+  python3 benchmarks/qmm_tma_ws.py --out $OUT/qmm_tma_ws.json [--ms 208,256] [--budget-s 200]
+"""
+import argparse, itertools, json, os, sys, time
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1])); sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch, triton, triton.language as tl
+from gpu_bench import graph_us  # noqa: E402  (calls recorded into one CUDA graph, us per call)
+from full_batch_gemm_sweep import SHAPES  # noqa: E402
+
+from mini_vllm.quant_kernels import qmm, qmm_tma  # noqa: E402
+
+
+@triton.jit
+def _qmm_tma_v(x_desc, w_desc, s_ptr, out_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               BLOCK_K: tl.constexpr, STAGES: tl.constexpr, WS: tl.constexpr, W_LEFT: tl.constexpr):
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    if W_LEFT:
+        acc = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)
+        for k in tl.range(0, K, BLOCK_K, num_stages=STAGES, warp_specialize=WS):
+            xk = x_desc.load([pm * BLOCK_M, k])
+            w = w_desc.load([pn * BLOCK_N, k]).to(xk.dtype)
+            acc = tl.dot(w, tl.trans(xk), acc)
+        acc = tl.trans(acc)
+    else:
+        acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+        for k in tl.range(0, K, BLOCK_K, num_stages=STAGES, warp_specialize=WS):
+            xk = x_desc.load([pm * BLOCK_M, k])
+            w = w_desc.load([pn * BLOCK_N, k]).to(xk.dtype)
+            acc = tl.dot(xk, tl.trans(w), acc)
+    m, n = pm * BLOCK_M + tl.arange(0, BLOCK_M), pn * BLOCK_N + tl.arange(0, BLOCK_N)
+    y = (acc * tl.load(s_ptr + n, mask=n < N, other=0.0).to(tl.float32)[None, :]).to(out_ptr.dtype.element_ty)
+    tl.store(out_ptr + m.to(tl.int64)[:, None] * N + n[None, :], y, mask=(m < M)[:, None] & (n < N)[None, :])
+
+
+def call(x, w, s, y, bm, bn, bk, warps, stages, ws, left):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    M, K = x.shape
+    N = w.shape[0]
+    xd, wd = TensorDescriptor.from_tensor(x, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk])
+    grid = (triton.cdiv(M, bm), triton.cdiv(N, bn))
+    return lambda: _qmm_tma_v[grid](xd, wd, s, y, M, N, K, bm, bn, bk, stages, ws, left, num_warps=warps)
+
+
+def variants(ws_options, bns, bms):
+    for ws, left, bm, bn, bk, stages in itertools.product(ws_options, (False, True), bms, bns, (64, 128), (3, 4)):
+        yield dict(ws=ws, left=left, bm=bm, bn=bn, bk=bk, warps=4, stages=stages)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True)
+    p.add_argument("--ms", default="208,256")
+    p.add_argument("--shapes", default="qkv,o,gate_up,down")
+    p.add_argument("--budget-s", type=float, default=200)
+    p.add_argument("--ws", default="0", help="warp specialization off (0) and/or on (1); on hung compiling in triton 3.6")
+    p.add_argument("--bn", default="64,128", help="weight tiles of so many rows")
+    p.add_argument("--bm", default="128", help="input tiles of so many rows")
+    a = p.parse_args()
+    torch.manual_seed(0)
+    res = dict(commit=os.environ.get("MINI_VLLM_COMMIT"), device=torch.cuda.get_device_name(0),
+               triton=triton.__version__, torch=torch.__version__, rows=[])
+    t_end = time.time() + a.budget_s
+    for name in a.shapes.split(","):
+        N, K = SHAPES[name]
+        copies = max(8, min(64, (400 << 20) // (N * K)))                    # 400 MB of int8 weights: beyond L2
+        s = torch.rand(N, device="cuda", dtype=torch.bfloat16) / 100 + 1e-3
+        ws = [torch.randint(-127, 128, (N, K), dtype=torch.int8, device="cuda") for _ in range(copies)]
+        wb = [torch.randn(N, K, dtype=torch.bfloat16, device="cuda") for _ in range(copies // 2)]
+        for M in map(int, a.ms.split(",")):
+            x = torch.randn(M, K, dtype=torch.bfloat16, device="cuda")
+            y = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
+            ref = (x.float() @ ws[0].float().t() * s.float()).to(x.dtype).float()
+            row = dict(shape=name, M=M,
+                       cublas_bf16_us=round(graph_us([lambda w=w: torch.mm(x, w.t(), out=y) for w in wb]), 2),
+                       qmm_us=round(graph_us([lambda w=w: qmm(x, w, s) for w in ws]), 2),
+                       qmm_tma_us=round(graph_us([lambda w=w: qmm_tma(x, w, s) for w in ws]), 2))
+            sweep = []
+            for v in variants([bool(int(o)) for o in a.ws.split(",")], [int(b) for b in a.bn.split(",")],
+                              [int(b) for b in a.bm.split(",")]):
+                if time.time() > t_end: break
+                try:
+                    print("  trying", name, M, v, flush=True)
+                    y.zero_(); call(x, ws[0], s, y, **v)(); torch.cuda.synchronize()
+                    err = ((y.float() - ref).abs().max() / ref.abs().max()).item()
+                    if err > 2e-2: print("  wrong", name, M, v, err, flush=True); continue
+                    sweep.append(dict(v, us=round(graph_us([call(x, w, s, y, **v) for w in ws]), 2)))
+                except Exception as e:
+                    print("  failed", name, M, v, repr(e)[:160], flush=True)
+            for ws_, left in itertools.product((True, False), (False, True)):
+                best = sorted((r for r in sweep if r["ws"] == ws_ and r["left"] == left), key=lambda r: r["us"])
+                row[f"{'ws' if ws_ else 'plain'}_{'left' if left else 'right'}"] = best[0] if best else None
+            row["tried"] = len(sweep)
+            res["rows"].append(row)
+            print(json.dumps(row), flush=True)
+            with open(a.out, "w") as f: json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
