@@ -1,0 +1,163 @@
+"""Decode attention for a full batch of uneven contexts as a list of work items (an experiment beside chapter 04g1's
+kernel). A context is cut into pieces of at most `chunk` tokens, all of a context's pieces the same length; each
+(piece, kv head) is one unit of work. Units are handed out either one per program (a grid of exactly the units: no
+program without work, unlike a grid of fixed partitions) or by a persistent grid whose programs take units in turn.
+A context of one piece writes its output; the pieces of a longer one write their partial results and the last to
+finish merges them (04g1's counters and merge). The items are built on the host here: this measures what balance
+could buy before anything is built on the device for the engine.
+
+Same contexts as `attn_length_mix.py` (256 requests, the public workload's midway lengths, mean ~830 tokens, and
+equal ones), TinyLlama's heads, bf16, pages in shuffled order, each call replayed inside a CUDA graph. From the repo
+root, on a CUDA GPU:
+  python3 benchmarks/attn_work_items.py --out $OUT/items [--chunks 256,512,1024,2048] [--programs 0,396,792]
+With TRITON_INTERPRET=1 on a CPU, `--check` compares the kernel with chapter 04g1's on small random contexts.
+"""
+import argparse, json, os, sys
+from pathlib import Path
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent)); sys.path.insert(0, str(HERE))
+import torch
+from mini_vllm import triton_attention as ta
+from mini_vllm.triton_attention import _attend_tiles, _merge_partitions, _store_heads
+from mini_vllm.triton_kernels import tl, triton
+
+
+@triton.jit(do_not_specialize=["stride_bt", "n_units", "n_progs"])
+def _items_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, qsl_ptr, items_ptr, n_units,
+                  n_progs, scale, stride_qt, stride_qh, stride_ot, stride_oh, stride_bt, G: tl.constexpr,
+                  G_PAD: tl.constexpr, G2: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr,
+                  BLOCK_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr, IEEE: tl.constexpr):
+    g, d = tl.arange(0, G_PAD), tl.arange(0, D)
+    qk_scale = scale * 1.4426950408889634
+    for u in range(tl.program_id(0), n_units, n_progs):             # a unit: (item, kv head), kv heads side by side
+        item, kvh = u // HKV, u % HKV
+        req = tl.load(items_ptr + item * 5)
+        start = tl.load(items_ptr + item * 5 + 1)
+        end = tl.load(items_ptr + item * 5 + 2)
+        piece = tl.load(items_ptr + item * 5 + 3)                   # which of the context's pieces
+        pieces = tl.load(items_ptr + item * 5 + 4)
+        tok = tl.load(qsl_ptr + req)
+        q = tl.load(q_ptr + tok * stride_qt + (kvh * G + g)[:, None] * stride_qh + d[None, :], mask=(g < G)[:, None],
+                    other=0.0)
+        m_i, l_i, acc = (tl.full([G_PAD], float("-inf"), tl.float32), tl.zeros([G_PAD], tl.float32),
+                         tl.zeros([G_PAD, D], tl.float32))
+        m_i, l_i, acc = _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, start, end, kvh,
+                                      qk_scale, HKV, D, BLOCK_SIZE, BLOCK_N, IEEE)
+        if pieces == 1:
+            _store_heads(o_ptr, acc / l_i[:, None], tok, kvh, g, stride_ot, stride_oh, G, D)
+        else:                                                       # the context's rows: (first item, kv head) on
+            row0 = ((item - piece) * HKV + kvh * pieces) * G_PAD    # from the first piece's units, pieces in order
+            row = row0 + piece * G_PAD + g
+            tl.store(acc_ptr + row[:, None] * D + d[None, :], acc)
+            tl.store(ml_ptr + row * 2, m_i)
+            tl.store(ml_ptr + row * 2 + 1, l_i)
+            tl.debug_barrier()
+            done = tl.atomic_add(count_ptr + req * HKV + kvh, 1, sem="acq_rel")
+            if done == pieces - 1:
+                tl.store(count_ptr + req * HKV + kvh, 0)
+                o = _merge_partitions(acc_ptr, ml_ptr, row0, pieces, G_PAD, G2, D, PARTS)
+                _store_heads(o_ptr, o, tok, kvh, tl.arange(0, G2), stride_ot, stride_oh, G, D)
+
+
+def work_items(seq_lens: list[int], chunk: int, block_n: int = 64, longest_first: bool = True) -> list[list[int]]:
+    "(request, start, end, piece, pieces) for every piece: a context in ceil(len / chunk) pieces of equal tiles."
+    order = sorted(range(len(seq_lens)), key=lambda b: -seq_lens[b]) if longest_first else range(len(seq_lens))
+    cdiv, items = lambda a, b: -(-a // b), []
+    for b in order:
+        L = seq_lens[b]
+        size = cdiv(cdiv(L, cdiv(L, chunk)), block_n) * block_n      # equal pieces of whole tiles, at most chunk
+        n = cdiv(L, size)
+        items += [[b, p * size, min(L, (p + 1) * size), p, n] for p in range(n)]
+    return items
+
+
+def items_attention(out, q, k_cache, v_cache, block_tables, query_start_loc, items: torch.Tensor, scale: float,
+                    programs: int = 0, block_n: int = 64, num_warps: int = 2, num_stages: int = 4):
+    "Decode attention over the work items (an (n, 5) int32 tensor); programs 0: one per unit."
+    H, D = q.shape[1], q.shape[2]
+    HKV, BS = k_cache.shape[2], k_cache.shape[1]
+    G = H // HKV
+    G_PAD, G2 = max(16, triton.next_power_of_2(G)), triton.next_power_of_2(G)
+    n_units = items.shape[0] * HKV
+    acc = torch.empty(n_units * G_PAD, D, dtype=torch.float32, device=q.device)
+    ml = torch.empty(n_units * G_PAD, 2, dtype=torch.float32, device=q.device)
+    n_progs = programs or n_units
+    _items_kernel[(n_progs,)](out, acc, ml, ta._arrival_counts(q.device, block_tables.shape[0] * HKV), q, k_cache,
+                              v_cache, block_tables, query_start_loc, items, n_units, n_progs, scale, q.stride(0),
+                              q.stride(1), out.stride(0), out.stride(1), block_tables.stride(0), G=G, G_PAD=G_PAD,
+                              G2=G2, HKV=HKV, D=D, BLOCK_SIZE=BS, BLOCK_N=block_n, PARTS=max(2, 4096 // (G2 * D)),
+                              IEEE=q.dtype == torch.float32, num_warps=num_warps, num_stages=num_stages)
+
+
+def check():
+    "On the interpreter: the items kernel against 04g1's, contexts of 1-300 tokens cut into pieces of 64 and 128."
+    from mini_vllm.paged_attention import AttentionMetadata
+    torch.manual_seed(0)
+    H, HKV, D, BS = 8, 2, 16, 16
+    seq = [1, 17, 64, 65, 130, 300]
+    nblocks = sum(-(-s // BS) for s in seq) + 2
+    k, v = torch.randn(nblocks, BS, HKV, D), torch.randn(nblocks, BS, HKV, D)
+    perm = torch.randperm(nblocks).tolist()
+    meta = AttentionMetadata.build([1] * len(seq), seq, [[perm.pop() for _ in range(-(-s // BS))] for s in seq], BS,
+                                   "cpu")
+    q = torch.randn(len(seq), H, D)
+    want = torch.empty_like(q)
+    reqs = torch.arange(len(seq), dtype=torch.int32)
+    ta.paged_decode_attention(want, q, k, v, meta.block_tables, meta.seq_lens, meta.query_start_loc, reqs, 0.25,
+                              max(seq))
+    for chunk, programs in ((64, 0), (128, 0), (64, 5), (4096, 3)):
+        got = torch.full_like(q, float("nan"))
+        items = torch.tensor(work_items(seq, chunk, block_n=32), dtype=torch.int32)
+        items_attention(got, q, k, v, meta.block_tables, meta.query_start_loc, items, 0.25, programs, block_n=32)
+        err = (got - want).abs().max().item()
+        print(f"chunk {chunk}, programs {programs or 'one per unit'}: {len(items)} items, largest difference {err:.1e}")
+        assert err < 1e-4, err
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default=".")
+    p.add_argument("--chunks", default="256,512,1024,2048")
+    p.add_argument("--programs", default="0,396,792", help="0: one program per unit; else a persistent grid")
+    p.add_argument("--check", action="store_true", help="compare with 04g1's kernel (TRITON_INTERPRET=1 on a CPU)")
+    a = p.parse_args()
+    if a.check: return check()
+    from attn_length_mix import B, BS, HKV, MAX_LEN, step
+    from gpu_bench import graph_us
+    g = torch.Generator(device="cuda").manual_seed(0)
+    c = torch.Generator().manual_seed(0)
+    prompt, output = torch.randint(100, 1025, (B,), generator=c), torch.randint(100, 1025, (B,), generator=c)
+    mixed = (prompt + (torch.rand(B, generator=c) * output).long()).clamp(max=MAX_LEN).tolist()
+    x = torch.empty(1 << 28, dtype=torch.uint8, device="cuda")
+    copy_gb_s = 2 * (1 << 27) / graph_us([lambda: x[: 1 << 27].copy_(x[1 << 27:])]) / 1e3
+    res = dict(commit=os.environ.get("MINI_VLLM_COMMIT"), device=torch.cuda.get_device_name(0),
+               copy_gb_per_s=round(copy_gb_s), mean_context=sum(mixed) / B, rows=[])
+    for name, seq in (("mixed", mixed), ("equal", [round(sum(mixed) / B)] * B)):
+        cache, meta, q, kv_bytes = step(seq, g)
+        want, o = torch.empty_like(q), torch.empty_like(q)
+        r = torch.arange(B, dtype=torch.int32, device="cuda")
+        base = lambda: ta.paged_decode_attention(want, q, cache.k[0], cache.v[0], meta.block_tables, meta.seq_lens,
+                                                 meta.query_start_loc, r, 0.125, MAX_LEN)
+        base(); torch.cuda.synchronize()
+        runs = [("04g1", None, None, graph_us([base] * 8))]
+        for chunk in map(int, a.chunks.split(",")):
+            items = torch.tensor(work_items(seq, chunk), dtype=torch.int32, device="cuda")
+            for programs in map(int, a.programs.split(",")):
+                call = lambda: items_attention(o, q, cache.k[0], cache.v[0], meta.block_tables, meta.query_start_loc,
+                                               items, 0.125, programs)
+                o.zero_(); call(); torch.cuda.synchronize()
+                err = (o.float() - want.float()).abs().max().item()
+                if err > 2e-2: print("  wrong", name, chunk, programs, err, flush=True); continue
+                runs.append((f"items, {len(items)}", chunk, programs or "one per unit", graph_us([call] * 8)))
+        for kind, chunk, programs, us in runs:
+            row = dict(contexts=name, kernel=kind, chunk=chunk, programs=programs, us=round(us, 1),
+                       fraction_of_copy=round(kv_bytes / us / 1e3 / copy_gb_s, 3))
+            res["rows"].append(row)
+            print(json.dumps(row), flush=True)
+        del cache
+    out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
+    (out / "attn_work_items.json").write_text(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()
