@@ -3,8 +3,9 @@ kernel). A context is cut into pieces of at most `chunk` tokens, all of a contex
 (piece, kv head) is one unit of work. Units are handed out either one per program (a grid of exactly the units: no
 program without work, unlike a grid of fixed partitions) or by a persistent grid whose programs take units in turn.
 A context of one piece writes its output; the pieces of a longer one write their partial results and the last to
-finish merges them (04g1's counters and merge). The items are built on the host here: this measures what balance
-could buy before anything is built on the device for the engine.
+finish merges them (04g1's counters and merge). Items built on the host (longest context first) measure what balance
+could buy; items built on the device by one small kernel (`build_items`, in request order, the count read by a
+persistent grid) are what an engine's CUDA graph could replay, and that kernel is timed alone.
 
 Same contexts as `attn_length_mix.py` (256 requests, the public workload's midway lengths, mean ~830 tokens, and
 equal ones), TinyLlama's heads, bf16, pages in shuffled order, each call replayed inside a CUDA graph. From the repo
@@ -23,12 +24,14 @@ from mini_vllm.triton_kernels import tl, triton
 
 
 @triton.jit(do_not_specialize=["stride_bt", "n_units", "n_progs"])
-def _items_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, qsl_ptr, items_ptr, n_units,
-                  n_progs, scale, stride_qt, stride_qh, stride_ot, stride_oh, stride_bt, G: tl.constexpr,
+def _items_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, qsl_ptr, items_ptr, n_items_ptr,
+                  n_units, n_progs, scale, stride_qt, stride_qh, stride_ot, stride_oh, stride_bt, G: tl.constexpr,
                   G_PAD: tl.constexpr, G2: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr,
-                  BLOCK_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr, IEEE: tl.constexpr):
+                  BLOCK_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr, ON_DEVICE: tl.constexpr,
+                  IEEE: tl.constexpr):
     g, d = tl.arange(0, G_PAD), tl.arange(0, D)
     qk_scale = scale * 1.4426950408889634
+    if ON_DEVICE: n_units = tl.load(n_items_ptr) * HKV             # the items were built on the device this step
     for u in range(tl.program_id(0), n_units, n_progs):             # a unit: (item, kv head), kv heads side by side
         item, kvh = u // HKV, u % HKV
         req = tl.load(items_ptr + item * 5)
@@ -71,9 +74,44 @@ def work_items(seq_lens: list[int], chunk: int, block_n: int = 64, longest_first
     return items
 
 
+@triton.jit
+def _build_items(items_ptr, n_items_ptr, seq_lens_ptr, reqs_ptr, B, chunk, B_PAD: tl.constexpr,
+                 MAX_PIECES: tl.constexpr, BLOCK_N: tl.constexpr):
+    "work_items on the device, in request order: one program, a lane per request, offsets by a prefix sum."
+    b = tl.arange(0, B_PAD)
+    bm = b < B
+    req = tl.load(reqs_ptr + b, mask=bm, other=0)
+    L = tl.load(seq_lens_ptr + req, mask=bm, other=0)
+    n = tl.cdiv(L, chunk)                                           # an empty context: no items
+    size = tl.maximum(tl.cdiv(tl.cdiv(L, tl.maximum(n, 1)), BLOCK_N) * BLOCK_N, BLOCK_N)
+    n = tl.cdiv(L, size)
+    first = tl.cumsum(n, 0) - n
+    for p in tl.static_range(MAX_PIECES):
+        live = bm & (p < n)
+        row = items_ptr + (first + p) * 5
+        tl.store(row, req, mask=live)
+        tl.store(row + 1, p * size, mask=live)
+        tl.store(row + 2, tl.minimum(L, (p + 1) * size), mask=live)
+        tl.store(row + 3, n * 0 + p, mask=live)
+        tl.store(row + 4, n, mask=live)
+    tl.store(n_items_ptr, tl.sum(n, 0))
+
+
+def build_items(seq_lens, reqs, chunk: int, max_seq_len: int, block_n: int = 64):
+    "(items, n_items) on the device: room for every request's most pieces, the count written by the kernel."
+    B, max_pieces = reqs.shape[0], triton.next_power_of_2(triton.cdiv(max_seq_len, chunk))   # few compiles
+    items = torch.empty(max(1, B * max_pieces), 5, dtype=torch.int32, device=reqs.device)
+    n_items = torch.empty(1, dtype=torch.int32, device=reqs.device)
+    _build_items[(1,)](items, n_items, seq_lens, reqs, B, chunk, B_PAD=max(16, triton.next_power_of_2(B)),
+                       MAX_PIECES=max_pieces, BLOCK_N=block_n)
+    return items, n_items
+
+
 def items_attention(out, q, k_cache, v_cache, block_tables, query_start_loc, items: torch.Tensor, scale: float,
-                    programs: int = 0, block_n: int = 64, num_warps: int = 2, num_stages: int = 4):
-    "Decode attention over the work items (an (n, 5) int32 tensor); programs 0: one per unit."
+                    programs: int = 0, block_n: int = 64, num_warps: int = 2, num_stages: int = 4, n_items=None,
+                    num_rows: int | None = None):
+    """Decode attention over the work items (an (n, 5) int32 tensor); programs 0: one per unit. With `n_items` (a
+    device count from build_items) only the first n_items rows of `items` are work, and `programs` must be given."""
     H, D = q.shape[1], q.shape[2]
     HKV, BS = k_cache.shape[2], k_cache.shape[1]
     G = H // HKV
@@ -82,11 +120,13 @@ def items_attention(out, q, k_cache, v_cache, block_tables, query_start_loc, ite
     acc = torch.empty(n_units * G_PAD, D, dtype=torch.float32, device=q.device)
     ml = torch.empty(n_units * G_PAD, 2, dtype=torch.float32, device=q.device)
     n_progs = programs or n_units
-    _items_kernel[(n_progs,)](out, acc, ml, ta._arrival_counts(q.device, block_tables.shape[0] * HKV), q, k_cache,
-                              v_cache, block_tables, query_start_loc, items, n_units, n_progs, scale, q.stride(0),
+    counts = ta._arrival_counts(q.device, (num_rows or block_tables.shape[0]) * HKV)
+    _items_kernel[(n_progs,)](out, acc, ml, counts, q, k_cache, v_cache, block_tables, query_start_loc, items,
+                              n_items if n_items is not None else items, n_units, n_progs, scale, q.stride(0),
                               q.stride(1), out.stride(0), out.stride(1), block_tables.stride(0), G=G, G_PAD=G_PAD,
                               G2=G2, HKV=HKV, D=D, BLOCK_SIZE=BS, BLOCK_N=block_n, PARTS=max(2, 4096 // (G2 * D)),
-                              IEEE=q.dtype == torch.float32, num_warps=num_warps, num_stages=num_stages)
+                              ON_DEVICE=n_items is not None, IEEE=q.dtype == torch.float32, num_warps=num_warps,
+                              num_stages=num_stages)
 
 
 def check():
@@ -112,6 +152,14 @@ def check():
         err = (got - want).abs().max().item()
         print(f"chunk {chunk}, programs {programs or 'one per unit'}: {len(items)} items, largest difference {err:.1e}")
         assert err < 1e-4, err
+        dev_items, n_items = build_items(meta.seq_lens, reqs, chunk, 512, block_n=32)
+        assert n_items.item() == len(items)
+        assert sorted(map(tuple, dev_items[:len(items)].tolist())) == sorted(map(tuple, items.tolist()))
+        got = torch.full_like(q, float("nan"))
+        items_attention(got, q, k, v, meta.block_tables, meta.query_start_loc, dev_items, 0.25, programs or 7,
+                        block_n=32, n_items=n_items)
+        assert (got - want).abs().max().item() < 1e-4
+    print("items built on the device: the same items, the same outputs")
 
 
 def main():
@@ -149,6 +197,16 @@ def main():
                 err = (o.float() - want.float()).abs().max().item()
                 if err > 2e-2: print("  wrong", name, chunk, programs, err, flush=True); continue
                 runs.append((f"items, {len(items)}", chunk, programs or "one per unit", graph_us([call] * 8)))
+            dev_items, n_items = build_items(meta.seq_lens, r, chunk, MAX_LEN)   # as the engine would: on the device,
+            runs.append(("build items on the device", chunk, 1, graph_us([lambda: build_items(     # in request order
+                meta.seq_lens, r, chunk, MAX_LEN)])))
+            for programs in [int(v) for v in a.programs.split(",") if int(v)]:
+                call = lambda: items_attention(o, q, cache.k[0], cache.v[0], meta.block_tables, meta.query_start_loc,
+                                               dev_items, 0.125, programs, n_items=n_items)
+                o.zero_(); call(); torch.cuda.synchronize()
+                err = (o.float() - want.float()).abs().max().item()
+                if err > 2e-2: print("  wrong", name, chunk, programs, "device", err, flush=True); continue
+                runs.append((f"device items, {n_items.item()}", chunk, programs, graph_us([call] * 8)))
         for kind, chunk, programs, us in runs:
             row = dict(contexts=name, kernel=kind, chunk=chunk, programs=programs, us=round(us, 1),
                        fraction_of_copy=round(kv_bytes / us / 1e3 / copy_gb_s, 3))
