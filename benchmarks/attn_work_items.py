@@ -5,7 +5,8 @@ program without work, unlike a grid of fixed partitions) or by a persistent grid
 A context of one piece writes its output; the pieces of a longer one write their partial results and the last to
 finish merges them (04g1's counters and merge). Items built on the host (longest context first) measure what balance
 could buy; items built on the device by one small kernel (`build_items`, in request order, the count read by a
-persistent grid) are what an engine's CUDA graph could replay, and that kernel is timed alone.
+persistent grid, units taken every n-th or from a shared counter) are what an engine's CUDA graph could replay, and
+that kernel is timed alone.
 
 Same contexts as `attn_length_mix.py` (256 requests, the public workload's midway lengths, mean ~830 tokens, and
 equal ones), TinyLlama's heads, bf16, pages in shuffled order, each call replayed inside a CUDA graph. From the repo
@@ -24,15 +25,17 @@ from mini_vllm.triton_kernels import tl, triton
 
 
 @triton.jit(do_not_specialize=["stride_bt", "n_units", "n_progs"])
-def _items_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, qsl_ptr, items_ptr, n_items_ptr,
-                  n_units, n_progs, scale, stride_qt, stride_qh, stride_ot, stride_oh, stride_bt, G: tl.constexpr,
-                  G_PAD: tl.constexpr, G2: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr,
+def _items_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, steal_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, qsl_ptr, items_ptr,
+                  n_items_ptr, n_units, n_progs, scale, stride_qt, stride_qh, stride_ot, stride_oh, stride_bt,
+                  G: tl.constexpr, G_PAD: tl.constexpr, G2: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr,
                   BLOCK_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr, ON_DEVICE: tl.constexpr,
-                  IEEE: tl.constexpr):
+                  STEAL: tl.constexpr, IEEE: tl.constexpr):
     g, d = tl.arange(0, G_PAD), tl.arange(0, D)
     qk_scale = scale * 1.4426950408889634
     if ON_DEVICE: n_units = tl.load(n_items_ptr) * HKV             # the items were built on the device this step
-    for u in range(tl.program_id(0), n_units, n_progs):             # a unit: (item, kv head), kv heads side by side
+    if STEAL: u = tl.atomic_add(steal_ptr, 1, sem="relaxed")       # units taken from a shared counter as programs
+    else: u = tl.program_id(0)                                      # free up, or every n_progs-th
+    while u < n_units:                                              # a unit: (item, kv head), kv heads side by side
         item, kvh = u // HKV, u % HKV
         req = tl.load(items_ptr + item * 5)
         start = tl.load(items_ptr + item * 5 + 1)
@@ -60,6 +63,12 @@ def _items_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_ptr
                 tl.store(count_ptr + req * HKV + kvh, 0)
                 o = _merge_partitions(acc_ptr, ml_ptr, row0, pieces, G_PAD, G2, D, PARTS)
                 _store_heads(o_ptr, o, tok, kvh, tl.arange(0, G2), stride_ot, stride_oh, G, D)
+        if STEAL: u = tl.atomic_add(steal_ptr, 1, sem="relaxed")
+        else: u += n_progs
+    if STEAL:                                                       # the last program out sets both counters back
+        if tl.atomic_add(steal_ptr + 1, 1) == n_progs - 1:          # to zero for the next launch
+            tl.store(steal_ptr, 0)
+            tl.store(steal_ptr + 1, 0)
 
 
 def work_items(seq_lens: list[int], chunk: int, block_n: int = 64, longest_first: bool = True) -> list[list[int]]:
@@ -107,11 +116,16 @@ def build_items(seq_lens, reqs, chunk: int, max_seq_len: int, block_n: int = 64)
     return items, n_items
 
 
+_STEAL = {}    # device -> (next unit, programs done): zero between launches
+
+
 def items_attention(out, q, k_cache, v_cache, block_tables, query_start_loc, items: torch.Tensor, scale: float,
                     programs: int = 0, block_n: int = 64, num_warps: int = 2, num_stages: int = 4, n_items=None,
-                    num_rows: int | None = None):
+                    num_rows: int | None = None, steal: bool = False):
     """Decode attention over the work items (an (n, 5) int32 tensor); programs 0: one per unit. With `n_items` (a
-    device count from build_items) only the first n_items rows of `items` are work, and `programs` must be given."""
+    device count from build_items) only the first n_items rows of `items` are work, and `programs` must be given.
+    `steal`: programs take units from a shared counter instead of every programs-th."""
+    if q.device not in _STEAL: _STEAL[q.device] = torch.zeros(2, dtype=torch.int32, device=q.device)
     H, D = q.shape[1], q.shape[2]
     HKV, BS = k_cache.shape[2], k_cache.shape[1]
     G = H // HKV
@@ -121,12 +135,12 @@ def items_attention(out, q, k_cache, v_cache, block_tables, query_start_loc, ite
     ml = torch.empty(n_units * G_PAD, 2, dtype=torch.float32, device=q.device)
     n_progs = programs or n_units
     counts = ta._arrival_counts(q.device, (num_rows or block_tables.shape[0]) * HKV)
-    _items_kernel[(n_progs,)](out, acc, ml, counts, q, k_cache, v_cache, block_tables, query_start_loc, items,
-                              n_items if n_items is not None else items, n_units, n_progs, scale, q.stride(0),
-                              q.stride(1), out.stride(0), out.stride(1), block_tables.stride(0), G=G, G_PAD=G_PAD,
-                              G2=G2, HKV=HKV, D=D, BLOCK_SIZE=BS, BLOCK_N=block_n, PARTS=max(2, 4096 // (G2 * D)),
-                              ON_DEVICE=n_items is not None, IEEE=q.dtype == torch.float32, num_warps=num_warps,
-                              num_stages=num_stages)
+    _items_kernel[(n_progs,)](out, acc, ml, counts, _STEAL[q.device], q, k_cache, v_cache, block_tables,
+                              query_start_loc, items, n_items if n_items is not None else items, n_units, n_progs,
+                              scale, q.stride(0), q.stride(1), out.stride(0), out.stride(1), block_tables.stride(0),
+                              G=G, G_PAD=G_PAD, G2=G2, HKV=HKV, D=D, BLOCK_SIZE=BS, BLOCK_N=block_n,
+                              PARTS=max(2, 4096 // (G2 * D)), ON_DEVICE=n_items is not None, STEAL=steal,
+                              IEEE=q.dtype == torch.float32, num_warps=num_warps, num_stages=num_stages)
 
 
 def check():
@@ -159,7 +173,12 @@ def check():
         items_attention(got, q, k, v, meta.block_tables, meta.query_start_loc, dev_items, 0.25, programs or 7,
                         block_n=32, n_items=n_items)
         assert (got - want).abs().max().item() < 1e-4
-    print("items built on the device: the same items, the same outputs")
+        for _ in range(2):                                          # twice: the counters are back at zero
+            got = torch.full_like(q, float("nan"))
+            items_attention(got, q, k, v, meta.block_tables, meta.query_start_loc, dev_items, 0.25, programs or 7,
+                            block_n=32, n_items=n_items, steal=True)
+            assert (got - want).abs().max().item() < 1e-4
+    print("items built on the device, taken in turn or from a shared counter: the same items, the same outputs")
 
 
 def main():
@@ -207,6 +226,12 @@ def main():
                 err = (o.float() - want.float()).abs().max().item()
                 if err > 2e-2: print("  wrong", name, chunk, programs, "device", err, flush=True); continue
                 runs.append((f"device items, {n_items.item()}", chunk, programs, graph_us([call] * 8)))
+                call = lambda: items_attention(o, q, cache.k[0], cache.v[0], meta.block_tables, meta.query_start_loc,
+                                               dev_items, 0.125, programs, n_items=n_items, steal=True)
+                o.zero_(); call(); torch.cuda.synchronize()
+                err = (o.float() - want.float()).abs().max().item()
+                if err > 2e-2: print("  wrong", name, chunk, programs, "steal", err, flush=True); continue
+                runs.append((f"device items, stolen, {n_items.item()}", chunk, programs, graph_us([call] * 8)))
         for kind, chunk, programs, us in runs:
             row = dict(contexts=name, kernel=kind, chunk=chunk, programs=programs, us=round(us, 1),
                        fraction_of_copy=round(kv_bytes / us / 1e3 / copy_gb_s, 3))

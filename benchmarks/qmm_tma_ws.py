@@ -58,7 +58,7 @@ def main():
     p.add_argument("--ms", default="208,256")
     p.add_argument("--shapes", default="qkv,o,gate_up,down")
     p.add_argument("--budget-s", type=float, default=200)
-    p.add_argument("--ws", default="0", help="warp specialization off (0) and/or on (1); on hung compiling in triton 3.6")
+    p.add_argument("--ws", default="0", help="warp specialization off (0) and/or on (1; its compile hung, triton 3.6)")
     p.add_argument("--bn", default="64,128", help="weight tiles of so many rows")
     p.add_argument("--bm", default="128", help="input tiles of so many rows")
     a = p.parse_args()
