@@ -54,9 +54,10 @@ def _items_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, steal_ptr, q_ptr, k_ptr, v_
         else:                                                       # the context's rows: (first item, kv head) on
             row0 = ((item - piece) * HKV + kvh * pieces) * G_PAD    # from the first piece's units, pieces in order
             row = row0 + piece * G_PAD + g
-            tl.store(acc_ptr + row[:, None] * D + d[None, :], acc)
-            tl.store(ml_ptr + row * 2, m_i)
-            tl.store(ml_ptr + row * 2 + 1, l_i)
+            gm = g < G                                              # the merge reads the G2 rows of real heads
+            tl.store(acc_ptr + row[:, None] * D + d[None, :], acc, mask=gm[:, None])
+            tl.store(ml_ptr + row * 2, m_i, mask=gm)
+            tl.store(ml_ptr + row * 2 + 1, l_i, mask=gm)
             tl.debug_barrier()
             done = tl.atomic_add(count_ptr + req * HKV + kvh, 1, sem="acq_rel")
             if done == pieces - 1:
@@ -186,6 +187,7 @@ def main():
     p.add_argument("--out", default=".")
     p.add_argument("--chunks", default="256,512,1024,2048")
     p.add_argument("--programs", default="0,396,792", help="0: one program per unit; else a persistent grid")
+    p.add_argument("--tilings", default="2:4,4:4,2:3", help="WARPS:STAGES of the device items' kernel")
     p.add_argument("--check", action="store_true", help="compare with 04g1's kernel (TRITON_INTERPRET=1 on a CPU)")
     a = p.parse_args()
     if a.check: return check()
@@ -220,18 +222,17 @@ def main():
             runs.append(("build items on the device", chunk, 1, graph_us([lambda: build_items(     # in request order
                 meta.seq_lens, r, chunk, MAX_LEN)])))
             for programs in [int(v) for v in a.programs.split(",") if int(v)]:
-                call = lambda: items_attention(o, q, cache.k[0], cache.v[0], meta.block_tables, meta.query_start_loc,
-                                               dev_items, 0.125, programs, n_items=n_items)
-                o.zero_(); call(); torch.cuda.synchronize()
-                err = (o.float() - want.float()).abs().max().item()
-                if err > 2e-2: print("  wrong", name, chunk, programs, "device", err, flush=True); continue
-                runs.append((f"device items, {n_items.item()}", chunk, programs, graph_us([call] * 8)))
-                call = lambda: items_attention(o, q, cache.k[0], cache.v[0], meta.block_tables, meta.query_start_loc,
-                                               dev_items, 0.125, programs, n_items=n_items, steal=True)
-                o.zero_(); call(); torch.cuda.synchronize()
-                err = (o.float() - want.float()).abs().max().item()
-                if err > 2e-2: print("  wrong", name, chunk, programs, "steal", err, flush=True); continue
-                runs.append((f"device items, stolen, {n_items.item()}", chunk, programs, graph_us([call] * 8)))
+                for steal in (False, True):
+                    for tiling in a.tilings.split(","):
+                        w, st = map(int, tiling.split(":"))
+                        call = lambda: items_attention(o, q, cache.k[0], cache.v[0], meta.block_tables,
+                                                       meta.query_start_loc, dev_items, 0.125, programs,
+                                                       num_warps=w, num_stages=st, n_items=n_items, steal=steal)
+                        o.zero_(); call(); torch.cuda.synchronize()
+                        err = (o.float() - want.float()).abs().max().item()
+                        kind = f"device items{', stolen' if steal else ''}, {n_items.item()}, {w} warps, {st} stages"
+                        if err > 2e-2: print("  wrong", name, chunk, programs, kind, err, flush=True); continue
+                        runs.append((kind, chunk, programs, graph_us([call] * 8)))
         for kind, chunk, programs, us in runs:
             row = dict(contexts=name, kernel=kind, chunk=chunk, programs=programs, us=round(us, 1),
                        fraction_of_copy=round(kv_bytes / us / 1e3 / copy_gb_s, 3))
