@@ -6,7 +6,7 @@ engine as it is) or `items:CHUNK:PROGRAMS[:steal]` (`steal`: units taken from a 
 each setting is an engine of its own in this process, in the order given (repeat one to see the spread). Output
 tok/s of the public workload (256 requests) and of the same draw with 320, after a warm-up on the first 8; the greedy
 tokens of the first 32 requests compared with the first setting's. From the repo root, on a CUDA GPU:
-  python3 benchmarks/attn_items_engine.py --out $OUT/items_engine [--settings off,items:256:396,off,items:512:396:steal]
+  python3 benchmarks/attn_items_engine.py --out $OUT/items_engine [--settings off,items:256:660,off,items:512:660:steal]
 `--check` (a CPU, TRITON_INTERPRET=1): a tiny random Llama's greedy tokens with and without the items, 8 requests.
 """
 import argparse, gc, json, os, sys, tempfile, time
@@ -75,7 +75,7 @@ def main(argv=None):
     global SETTING
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=".")
-    p.add_argument("--settings", default="off,items:256:396,items:256:396:steal,off,items:512:396")
+    p.add_argument("--settings", default="off,items:256:660,items:256:660:steal,off,items:512:660")
     p.add_argument("--check", action="store_true")
     a = p.parse_args(argv)
     if a.check: return check()

@@ -6,12 +6,14 @@ A context of one piece writes its output; the pieces of a longer one write their
 finish merges them (04g1's counters and merge). Items built on the host (longest context first) measure what balance
 could buy; items built on the device by one small kernel (`build_items`, in request order, the count read by a
 persistent grid, units taken every n-th or from a shared counter) are what an engine's CUDA graph could replay, and
-that kernel is timed alone.
+that kernel is timed alone. Compiled for sm_90 on a CPU (triton 3.9), the items kernel takes 190 registers a thread at
+2 warps (04g1's whole-context kernel 168), so a multiprocessor holds 5 of its programs (04g1's: 6); merging 8 pieces
+at a time instead of 4 took it to 244.
 
 Same contexts as `attn_length_mix.py` (256 requests, the public workload's midway lengths, mean ~830 tokens, and
 equal ones), TinyLlama's heads, bf16, pages in shuffled order, each call replayed inside a CUDA graph. From the repo
 root, on a CUDA GPU:
-  python3 benchmarks/attn_work_items.py --out $OUT/items [--chunks 256,512,1024,2048] [--programs 0,396,792]
+  python3 benchmarks/attn_work_items.py --out $OUT/items [--chunks 256,512,1024,2048] [--programs 0,396,660]
 With TRITON_INTERPRET=1 on a CPU, `--check` compares the kernel with chapter 04g1's on small random contexts.
 """
 import argparse, json, os, sys
@@ -140,7 +142,7 @@ def items_attention(out, q, k_cache, v_cache, block_tables, query_start_loc, ite
                               query_start_loc, items, n_items if n_items is not None else items, n_units, n_progs,
                               scale, q.stride(0), q.stride(1), out.stride(0), out.stride(1), block_tables.stride(0),
                               G=G, G_PAD=G_PAD, G2=G2, HKV=HKV, D=D, BLOCK_SIZE=BS, BLOCK_N=block_n,
-                              PARTS=max(2, 4096 // (G2 * D)), ON_DEVICE=n_items is not None, STEAL=steal,
+                              PARTS=4, ON_DEVICE=n_items is not None, STEAL=steal,
                               IEEE=q.dtype == torch.float32, num_warps=num_warps, num_stages=num_stages)
 
 
@@ -186,7 +188,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=".")
     p.add_argument("--chunks", default="256,512,1024,2048")
-    p.add_argument("--programs", default="0,396,792", help="0: one program per unit; else a persistent grid")
+    p.add_argument("--programs", default="0,396,660", help="0: one program per unit; else a persistent grid "
+                   "(660: the 5 programs a multiprocessor holds at 190 registers a thread, compiled for sm_90)")
     p.add_argument("--tilings", default="2:4,4:4,2:3", help="WARPS:STAGES of the device items' kernel")
     p.add_argument("--check", action="store_true", help="compare with 04g1's kernel (TRITON_INTERPRET=1 on a CPU)")
     a = p.parse_args()
