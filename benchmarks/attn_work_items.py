@@ -4,16 +4,17 @@ kernel). A context is cut into pieces of at most `chunk` tokens, all of a contex
 program without work, unlike a grid of fixed partitions) or by a persistent grid whose programs take units in turn.
 A context of one piece writes its output; the pieces of a longer one write their partial results and the last to
 finish merges them (04g1's counters and merge). Items built on the host (longest context first) measure what balance
-could buy; items built on the device by one small kernel (`build_items`, in request order, the count read by a
-persistent grid, units taken every n-th or from a shared counter) are what an engine's CUDA graph could replay, and
-that kernel is timed alone. Compiled for sm_90 on a CPU (triton 3.9), the items kernel takes 190 registers a thread at
-2 warps (04g1's whole-context kernel 168), so a multiprocessor holds 5 of its programs (04g1's: 6); merging 8 pieces
-at a time instead of 4 took it to 244.
+could buy; items built on the device by one small kernel (`build_items`, in request order, the largest pieces first
+or the longest contexts first, the count read on the device) are what an engine's CUDA graph could replay: read by a
+grid of the room the items could fill (one program per possible unit, those past the count exit at once) or by a
+persistent grid, units taken every n-th or from a shared counter. The building kernel is timed alone. Compiled for
+sm_90 on a CPU (triton 3.9), the items kernel takes 190 registers a thread at 2 warps (04g1's whole-context kernel
+168), so a multiprocessor holds 5 of its programs (04g1's: 6); merging 8 pieces at a time instead of 4 took it to 244.
 
 Same contexts as `attn_length_mix.py` (256 requests, the public workload's midway lengths, mean ~830 tokens, and
 equal ones), TinyLlama's heads, bf16, pages in shuffled order, each call replayed inside a CUDA graph. From the repo
 root, on a CUDA GPU:
-  python3 benchmarks/attn_work_items.py --out $OUT/items [--chunks 256,512,1024,2048] [--programs 0,396,660]
+  python3 benchmarks/attn_work_items.py --out $OUT/items [--chunks 512,1024,2048] [--programs 0,660]
 With TRITON_INTERPRET=1 on a CPU, `--check` compares the kernel with chapter 04g1's on small random contexts.
 """
 import argparse, json, os, sys
@@ -26,52 +27,71 @@ from mini_vllm.triton_attention import _attend_tiles, _merge_partitions, _store_
 from mini_vllm.triton_kernels import tl, triton
 
 
+@triton.jit
+def _unit(u, o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, qsl_ptr, items_ptr, qk_scale, stride_qt,
+          stride_qh, stride_ot, stride_oh, stride_bt, G: tl.constexpr, G_PAD: tl.constexpr, G2: tl.constexpr,
+          HKV: tl.constexpr, D: tl.constexpr, BLOCK_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr,
+          IEEE: tl.constexpr):
+    "One unit of work: (item, kv head), kv heads side by side."
+    g, d = tl.arange(0, G_PAD), tl.arange(0, D)
+    item, kvh = u // HKV, u % HKV
+    req = tl.load(items_ptr + item * 5)
+    start = tl.load(items_ptr + item * 5 + 1)
+    end = tl.load(items_ptr + item * 5 + 2)
+    piece = tl.load(items_ptr + item * 5 + 3)                       # which of the context's pieces
+    pieces = tl.load(items_ptr + item * 5 + 4)
+    tok = tl.load(qsl_ptr + req)
+    q = tl.load(q_ptr + tok * stride_qt + (kvh * G + g)[:, None] * stride_qh + d[None, :], mask=(g < G)[:, None],
+                other=0.0)
+    m_i, l_i, acc = (tl.full([G_PAD], float("-inf"), tl.float32), tl.zeros([G_PAD], tl.float32),
+                     tl.zeros([G_PAD, D], tl.float32))
+    m_i, l_i, acc = _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, start, end, kvh,
+                                  qk_scale, HKV, D, BLOCK_SIZE, BLOCK_N, IEEE)
+    if pieces == 1:
+        _store_heads(o_ptr, acc / l_i[:, None], tok, kvh, g, stride_ot, stride_oh, G, D)
+    else:                                                           # the context's rows: (first item, kv head) on
+        row0 = ((item - piece) * HKV + kvh * pieces) * G_PAD        # from the first piece's units, pieces in order
+        row = row0 + piece * G_PAD + g
+        gm = g < G                                                  # the merge reads the G2 rows of real heads
+        tl.store(acc_ptr + row[:, None] * D + d[None, :], acc, mask=gm[:, None])
+        tl.store(ml_ptr + row * 2, m_i, mask=gm)
+        tl.store(ml_ptr + row * 2 + 1, l_i, mask=gm)
+        tl.debug_barrier()
+        done = tl.atomic_add(count_ptr + req * HKV + kvh, 1, sem="acq_rel")
+        if done == pieces - 1:
+            tl.store(count_ptr + req * HKV + kvh, 0)
+            o = _merge_partitions(acc_ptr, ml_ptr, row0, pieces, G_PAD, G2, D, PARTS)
+            _store_heads(o_ptr, o, tok, kvh, tl.arange(0, G2), stride_ot, stride_oh, G, D)
+
+
 @triton.jit(do_not_specialize=["stride_bt", "n_units", "n_progs"])
 def _items_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, steal_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, qsl_ptr, items_ptr,
                   n_items_ptr, n_units, n_progs, scale, stride_qt, stride_qh, stride_ot, stride_oh, stride_bt,
                   G: tl.constexpr, G_PAD: tl.constexpr, G2: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr,
                   BLOCK_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr, ON_DEVICE: tl.constexpr,
-                  STEAL: tl.constexpr, IEEE: tl.constexpr):
-    g, d = tl.arange(0, G_PAD), tl.arange(0, D)
+                  PERSISTENT: tl.constexpr, STEAL: tl.constexpr, IEEE: tl.constexpr):
+    "A program per unit (PERSISTENT false: those past the count exit), or units taken in turn or from a counter."
     qk_scale = scale * 1.4426950408889634
     if ON_DEVICE: n_units = tl.load(n_items_ptr) * HKV             # the items were built on the device this step
-    if STEAL: u = tl.atomic_add(steal_ptr, 1, sem="relaxed")       # units taken from a shared counter as programs
-    else: u = tl.program_id(0)                                      # free up, or every n_progs-th
-    while u < n_units:                                              # a unit: (item, kv head), kv heads side by side
-        item, kvh = u // HKV, u % HKV
-        req = tl.load(items_ptr + item * 5)
-        start = tl.load(items_ptr + item * 5 + 1)
-        end = tl.load(items_ptr + item * 5 + 2)
-        piece = tl.load(items_ptr + item * 5 + 3)                   # which of the context's pieces
-        pieces = tl.load(items_ptr + item * 5 + 4)
-        tok = tl.load(qsl_ptr + req)
-        q = tl.load(q_ptr + tok * stride_qt + (kvh * G + g)[:, None] * stride_qh + d[None, :], mask=(g < G)[:, None],
-                    other=0.0)
-        m_i, l_i, acc = (tl.full([G_PAD], float("-inf"), tl.float32), tl.zeros([G_PAD], tl.float32),
-                         tl.zeros([G_PAD, D], tl.float32))
-        m_i, l_i, acc = _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, start, end, kvh,
-                                      qk_scale, HKV, D, BLOCK_SIZE, BLOCK_N, IEEE)
-        if pieces == 1:
-            _store_heads(o_ptr, acc / l_i[:, None], tok, kvh, g, stride_ot, stride_oh, G, D)
-        else:                                                       # the context's rows: (first item, kv head) on
-            row0 = ((item - piece) * HKV + kvh * pieces) * G_PAD    # from the first piece's units, pieces in order
-            row = row0 + piece * G_PAD + g
-            gm = g < G                                              # the merge reads the G2 rows of real heads
-            tl.store(acc_ptr + row[:, None] * D + d[None, :], acc, mask=gm[:, None])
-            tl.store(ml_ptr + row * 2, m_i, mask=gm)
-            tl.store(ml_ptr + row * 2 + 1, l_i, mask=gm)
-            tl.debug_barrier()
-            done = tl.atomic_add(count_ptr + req * HKV + kvh, 1, sem="acq_rel")
-            if done == pieces - 1:
-                tl.store(count_ptr + req * HKV + kvh, 0)
-                o = _merge_partitions(acc_ptr, ml_ptr, row0, pieces, G_PAD, G2, D, PARTS)
-                _store_heads(o_ptr, o, tok, kvh, tl.arange(0, G2), stride_ot, stride_oh, G, D)
-        if STEAL: u = tl.atomic_add(steal_ptr, 1, sem="relaxed")
-        else: u += n_progs
-    if STEAL:                                                       # the last program out sets both counters back
-        if tl.atomic_add(steal_ptr + 1, 1) == n_progs - 1:          # to zero for the next launch
-            tl.store(steal_ptr, 0)
-            tl.store(steal_ptr + 1, 0)
+    if PERSISTENT:
+        if STEAL: u = tl.atomic_add(steal_ptr, 1, sem="relaxed")   # units taken from a shared counter as programs
+        else: u = tl.program_id(0)                                  # free up, or every n_progs-th
+        while u < n_units:
+            _unit(u, o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, qsl_ptr, items_ptr, qk_scale,
+                  stride_qt, stride_qh, stride_ot, stride_oh, stride_bt, G, G_PAD, G2, HKV, D, BLOCK_SIZE, BLOCK_N,
+                  PARTS, IEEE)
+            if STEAL: u = tl.atomic_add(steal_ptr, 1, sem="relaxed")
+            else: u += n_progs
+        if STEAL:                                                   # the last program out sets both counters back
+            if tl.atomic_add(steal_ptr + 1, 1) == n_progs - 1:      # to zero for the next launch
+                tl.store(steal_ptr, 0)
+                tl.store(steal_ptr + 1, 0)
+    else:
+        u = tl.program_id(0)
+        if u < n_units:
+            _unit(u, o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, qsl_ptr, items_ptr, qk_scale,
+                  stride_qt, stride_qh, stride_ot, stride_oh, stride_bt, G, G_PAD, G2, HKV, D, BLOCK_SIZE, BLOCK_N,
+                  PARTS, IEEE)
 
 
 def work_items(seq_lens: list[int], chunk: int, block_n: int = 64, longest_first: bool = True) -> list[list[int]]:
@@ -87,17 +107,36 @@ def work_items(seq_lens: list[int], chunk: int, block_n: int = 64, longest_first
 
 
 @triton.jit
-def _build_items(items_ptr, n_items_ptr, seq_lens_ptr, reqs_ptr, B, chunk, B_PAD: tl.constexpr,
-                 MAX_PIECES: tl.constexpr, BLOCK_N: tl.constexpr):
-    "work_items on the device, in request order: one program, a lane per request, offsets by a prefix sum."
-    b = tl.arange(0, B_PAD)
+def _pieces(seq_lens_ptr, reqs_ptr, b, B, chunk, BLOCK_N: tl.constexpr):
+    "(request, its length, its pieces, their size) for the lanes b: equal pieces of whole tiles, at most chunk."
     bm = b < B
     req = tl.load(reqs_ptr + b, mask=bm, other=0)
     L = tl.load(seq_lens_ptr + req, mask=bm, other=0)
     n = tl.cdiv(L, chunk)                                           # an empty context: no items
     size = tl.maximum(tl.cdiv(tl.cdiv(L, tl.maximum(n, 1)), BLOCK_N) * BLOCK_N, BLOCK_N)
-    n = tl.cdiv(L, size)
-    first = tl.cumsum(n, 0) - n
+    return req, L, tl.cdiv(L, size), size
+
+
+@triton.jit
+def _build_items(items_ptr, n_items_ptr, seq_lens_ptr, reqs_ptr, B, chunk, B_PAD: tl.constexpr,
+                 MAX_PIECES: tl.constexpr, BLOCK_N: tl.constexpr, SORT: tl.constexpr):
+    """work_items on the device: one program, a lane per request, offsets by a prefix sum in request order, or with
+    SORT 1 the largest pieces first, 2 the longest contexts first (a request's offset: the pieces of every request
+    whose key is larger, or as large and earlier, counted pairwise 32 requests at a time)."""
+    b = tl.arange(0, B_PAD)
+    bm = b < B
+    req, L, n, size = _pieces(seq_lens_ptr, reqs_ptr, b, B, chunk, BLOCK_N)
+    if SORT:
+        key = size if SORT == 1 else L
+        first = tl.zeros([B_PAD], tl.int32)
+        for j0 in range(0, B_PAD, 32):
+            j = j0 + tl.arange(0, 32)
+            _, Lj, nj, sj = _pieces(seq_lens_ptr, reqs_ptr, j, B, chunk, BLOCK_N)
+            kj = sj if SORT == 1 else Lj
+            before = (kj[None, :] > key[:, None]) | ((kj[None, :] == key[:, None]) & (j[None, :] < b[:, None]))
+            first += tl.sum(tl.where(before, nj[None, :], 0), 1)
+    else:
+        first = tl.cumsum(n, 0) - n
     for p in tl.static_range(MAX_PIECES):
         live = bm & (p < n)
         row = items_ptr + (first + p) * 5
@@ -109,13 +148,16 @@ def _build_items(items_ptr, n_items_ptr, seq_lens_ptr, reqs_ptr, B, chunk, B_PAD
     tl.store(n_items_ptr, tl.sum(n, 0))
 
 
-def build_items(seq_lens, reqs, chunk: int, max_seq_len: int, block_n: int = 64):
-    "(items, n_items) on the device: room for every request's most pieces, the count written by the kernel."
+def build_items(seq_lens, reqs, chunk: int, max_seq_len: int, block_n: int = 64, sort: str = ""):
+    """(items, n_items) on the device: room for every request's most pieces (so `items.shape[0] * kv heads` programs
+    cover every unit, the rest exit), the count written by the kernel; `sort`: "size" the largest pieces first,
+    "length" the longest contexts first (as `work_items`), "" in request order."""
     B, max_pieces = reqs.shape[0], triton.next_power_of_2(triton.cdiv(max_seq_len, chunk))   # few compiles
     items = torch.empty(max(1, B * max_pieces), 5, dtype=torch.int32, device=reqs.device)
     n_items = torch.empty(1, dtype=torch.int32, device=reqs.device)
-    _build_items[(1,)](items, n_items, seq_lens, reqs, B, chunk, B_PAD=max(16, triton.next_power_of_2(B)),
-                       MAX_PIECES=max_pieces, BLOCK_N=block_n)
+    _build_items[(1,)](items, n_items, seq_lens, reqs, B, chunk, B_PAD=max(32, triton.next_power_of_2(B)),
+                       MAX_PIECES=max_pieces, BLOCK_N=block_n,
+                       SORT={"": 0, "size": 1, "length": 2}[sort])
     return items, n_items
 
 
@@ -143,6 +185,7 @@ def items_attention(out, q, k_cache, v_cache, block_tables, query_start_loc, ite
                               scale, q.stride(0), q.stride(1), out.stride(0), out.stride(1), block_tables.stride(0),
                               G=G, G_PAD=G_PAD, G2=G2, HKV=HKV, D=D, BLOCK_SIZE=BS, BLOCK_N=block_n,
                               PARTS=4, ON_DEVICE=n_items is not None, STEAL=steal,
+                              PERSISTENT=steal or n_progs < items.shape[0] * HKV,
                               IEEE=q.dtype == torch.float32, num_warps=num_warps, num_stages=num_stages)
 
 
@@ -169,6 +212,15 @@ def check():
         err = (got - want).abs().max().item()
         print(f"chunk {chunk}, programs {programs or 'one per unit'}: {len(items)} items, largest difference {err:.1e}")
         assert err < 1e-4, err
+        dev_items, n_items = build_items(meta.seq_lens, reqs, chunk, 512, block_n=32, sort="length")
+        assert dev_items[:len(items)].tolist() == work_items(seq, chunk, block_n=32), "the host's order"
+        dev_items, n_items = build_items(meta.seq_lens, reqs, chunk, 512, block_n=32, sort="size")
+        sizes = [-(-(-(-seq[b] // n)) // 32) * 32 for b, _, _, _, n in dev_items[:len(items)].tolist()]
+        assert sizes == sorted(sizes, reverse=True), "sorted items: the largest pieces first"
+        got = torch.full_like(q, float("nan"))                      # one program per unit of the room, the rest exit
+        items_attention(got, q, k, v, meta.block_tables, meta.query_start_loc, dev_items, 0.25,
+                        dev_items.shape[0] * k.shape[2], block_n=32, n_items=n_items)
+        assert (got - want).abs().max().item() < 1e-4
         dev_items, n_items = build_items(meta.seq_lens, reqs, chunk, 512, block_n=32)
         assert n_items.item() == len(items)
         assert sorted(map(tuple, dev_items[:len(items)].tolist())) == sorted(map(tuple, items.tolist()))
@@ -187,10 +239,10 @@ def check():
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=".")
-    p.add_argument("--chunks", default="256,512,1024,2048")
-    p.add_argument("--programs", default="0,396,660", help="0: one program per unit; else a persistent grid "
+    p.add_argument("--chunks", default="512,1024,2048")
+    p.add_argument("--programs", default="0,660", help="0: one program per unit; else a persistent grid "
                    "(660: the 5 programs a multiprocessor holds at 190 registers a thread, compiled for sm_90)")
-    p.add_argument("--tilings", default="2:4,4:4,2:3", help="WARPS:STAGES of the device items' kernel")
+    p.add_argument("--tilings", default="2:4,4:4", help="WARPS:STAGES of the device items' kernel")
     p.add_argument("--check", action="store_true", help="compare with 04g1's kernel (TRITON_INTERPRET=1 on a CPU)")
     a = p.parse_args()
     if a.check: return check()
@@ -221,21 +273,35 @@ def main():
                 err = (o.float() - want.float()).abs().max().item()
                 if err > 2e-2: print("  wrong", name, chunk, programs, err, flush=True); continue
                 runs.append((f"items, {len(items)}", chunk, programs or "one per unit", graph_us([call] * 8)))
-            dev_items, n_items = build_items(meta.seq_lens, r, chunk, MAX_LEN)   # as the engine would: on the device,
-            runs.append(("build items on the device", chunk, 1, graph_us([lambda: build_items(     # in request order
-                meta.seq_lens, r, chunk, MAX_LEN)])))
-            for programs in [int(v) for v in a.programs.split(",") if int(v)]:
-                for steal in (False, True):
-                    for tiling in a.tilings.split(","):
-                        w, st = map(int, tiling.split(":"))
-                        call = lambda: items_attention(o, q, cache.k[0], cache.v[0], meta.block_tables,
-                                                       meta.query_start_loc, dev_items, 0.125, programs,
-                                                       num_warps=w, num_stages=st, n_items=n_items, steal=steal)
-                        o.zero_(); call(); torch.cuda.synchronize()
-                        err = (o.float() - want.float()).abs().max().item()
-                        kind = f"device items{', stolen' if steal else ''}, {n_items.item()}, {w} warps, {st} stages"
-                        if err > 2e-2: print("  wrong", name, chunk, programs, kind, err, flush=True); continue
-                        runs.append((kind, chunk, programs, graph_us([call] * 8)))
+            room = build_items(meta.seq_lens, r, chunk, MAX_LEN)[0].shape[0] * HKV
+            call = lambda: items_attention(o, q, cache.k[0], cache.v[0], meta.block_tables, meta.query_start_loc,
+                                           items, 0.125, room)         # a grid of the engine's room, the rest exit
+            runs.append((f"items, {len(items)}", chunk, f"room ({room})", graph_us([call] * 8)))
+            pad = torch.zeros(room // HKV, 5, dtype=torch.int32, device="cuda")   # the host's items read as the
+            pad[:len(items)] = items                                        # device's: the count in memory
+            n_host = torch.tensor([len(items)], dtype=torch.int32, device="cuda")
+            call = lambda: items_attention(o, q, cache.k[0], cache.v[0], meta.block_tables, meta.query_start_loc,
+                                           pad, 0.125, room, n_items=n_host)
+            o.zero_(); call(); torch.cuda.synchronize()
+            assert (o.float() - want.float()).abs().max().item() < 2e-2
+            runs.append((f"items, {len(items)}, count on the device", chunk, f"room ({room})", graph_us([call] * 8)))
+            for sort in ("", "size", "length"):                     # as the engine would: on the device, in request
+                runs.append((f"build items on the device{', sorted by ' + sort if sort else ''}", chunk, 1, graph_us(
+                    [lambda: build_items(meta.seq_lens, r, chunk, MAX_LEN, sort=sort)])))   # order or sorted
+                dev_items, n_items = build_items(meta.seq_lens, r, chunk, MAX_LEN, sort=sort)
+                for programs in [0] + [int(v) for v in a.programs.split(",") if int(v)]:
+                    for steal in ((False,) if programs == 0 else (False, True)):
+                        for tiling in a.tilings.split(","):
+                            w, st = map(int, tiling.split(":"))
+                            call = lambda: items_attention(o, q, cache.k[0], cache.v[0], meta.block_tables,
+                                                           meta.query_start_loc, dev_items, 0.125, programs or room,
+                                                           num_warps=w, num_stages=st, n_items=n_items, steal=steal)
+                            o.zero_(); call(); torch.cuda.synchronize()
+                            err = (o.float() - want.float()).abs().max().item()
+                            kind = (f"device items{', by ' + sort if sort else ''}{', stolen' if steal else ''}, "
+                                    f"{n_items.item()}, {w} warps, {st} stages")
+                            if err > 2e-2: print("  wrong", name, chunk, programs, kind, err, flush=True); continue
+                            runs.append((kind, chunk, programs or f"room ({room})", graph_us([call] * 8)))
         for kind, chunk, programs, us in runs:
             row = dict(contexts=name, kernel=kind, chunk=chunk, programs=programs, us=round(us, 1),
                        fraction_of_copy=round(kv_bytes / us / 1e3 / copy_gb_s, 3))
