@@ -4,7 +4,9 @@ so that a long context is walked by several programs (merged by the last to fini
 rule as it is (a whole context per program once requests x KV heads fill the GPU twice). A setting may also change
 DECODE_TILING's entries: `whole:num_warps=4:block_n=32`. Each setting is an engine of its own in this process, in
 the order given (repeat one to see the spread); output tok/s of the public workload (256 requests) and of the same
-draw with 320 requests, after a warm-up on the first 8. From the repo root, on a CUDA GPU:
+draw with 320 requests, after a warm-up on the first 8. Full batches now go through 04g1's work items; the sweep
+switches them off (`ITEMS_CHUNK = 0`), so that the partition rule is what it measures. From the repo root, on a CUDA
+GPU:
   python3 benchmarks/decode_partition_sweep.py --out $OUT/partition [--caps whole,512,whole,512,1024,256]
 """
 import argparse, gc, json, os, sys, tempfile, time
@@ -25,6 +27,7 @@ def main(argv=None):
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     cfg = tinyllama_config_dir(Path(tempfile.mkdtemp()) / "tl")
     rule, tiling, rows = ta.decode_partition, dict(ta.DECODE_TILING), []
+    ta.ITEMS_CHUNK = 0
     greedy = lambda n: SamplingParams(temperature=0, max_tokens=n, ignore_eos=True)
     for setting in a.caps.split(","):
         cap, *over = setting.split(":")
