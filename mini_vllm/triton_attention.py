@@ -302,7 +302,7 @@ def items_decode_attention(out, q, k_cache, v_cache, block_tables, query_start_l
     _items_kernel[(units,)](out, acc, ml, _arrival_counts(q.device, block_tables.shape[0] * HKV), q, k_cache, v_cache,
         block_tables, query_start_loc, items, n_items, scale, q.stride(0), q.stride(1), out.stride(0), out.stride(1),
         block_tables.stride(0), G=G, G_PAD=G_PAD, G2=G2, HKV=HKV, D=D, BLOCK_SIZE=BS,
-        BLOCK_N=block_n or t["block_n"], PARTS=4, IEEE=q.dtype == torch.float32,
+        BLOCK_N=block_n or t["block_n"], PARTS=4, IEEE=q.dtype == torch.float32,   # 4 merged at a time: fewer registers
         num_warps=num_warps or t["num_warps"], num_stages=num_stages or t["num_stages"])
 
 # %% ../nbs/04g1_triton_attention.ipynb #baae63ee
