@@ -141,10 +141,9 @@ def allocate_slots(self: KVCacheManager, request, num_new_tokens: int, computed_
     rid, bs = request.request_id, self.block_size
     blocks = self.req_blocks.get(rid, [])
     total = request.num_computed_tokens + len(computed_blocks) * bs + num_new_tokens
-    need = max(cdiv(total, bs) - len(blocks) - len(computed_blocks), 0)
     new = []
-    # (a decode step with room left in its last block skips this)
-    if need or computed_blocks or not blocks:
+    if computed_blocks or not blocks or total > len(blocks) * bs:  # prefix hits, a first allocation, or a block more
+        need = max(cdiv(total, bs) - len(blocks) - len(computed_blocks), 0)   # (a decode step mostly skips all this)
         reusable_free = sum(b.ref_cnt == 0 for b in computed_blocks)      # hits sitting in the free queue
         if need > self.pool.num_free - reusable_free: return None
         if not blocks:                                             # a request's first allocation: a cache lookup

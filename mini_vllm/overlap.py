@@ -27,7 +27,6 @@ class InFlight:
     st: SamplingTensors | None = None         # the sampling settings of `sampling`
     logprobs: dict = field(default_factory=dict)
     replayed: bool = False                    # a CUDA graph ran it: the runner's buffers hold its inputs (04h)
-    tables: list[int] = field(default_factory=list)   # then, the length of each row's block table there
 
     def __post_init__(self): self.row = {r.request_id: i for i, r in enumerate(self.sampling)}
 
@@ -47,33 +46,31 @@ def _keep_rows(runner, keep: torch.Tensor):
     runner.pos[:m], runner.seq_lens[:m], runner.bt[:m] = runner.pos[keep], runner.seq_lens[keep], runner.bt[keep]
     runner._hold(m)
 
-def _grow_tables(runner, reqs: list[Request], lens: list[int]) -> list[int]:
-    """Write into the graph's block tables the blocks each request was given since the buffer was written (its table
-    then had `lens[i]` blocks; tables only grow); the new lengths."""
-    new, now = [], []                                # (row, column, block) of each block added
-    for i, (r, n) in enumerate(zip(reqs, lens)):
-        t = runner.kv.block_table(r.request_id)
-        now.append(len(t))
-        new += [(i, c, t[c]) for c in range(n, len(t))]
+def _grow_tables(runner, out: SchedulerOutput):
+    """Write into the graph's block tables the blocks the scheduler gave `out`'s requests for this step: tables only
+    grow, so they are the last `k` of a table."""
+    new = []                                         # (row, column, block) of each block added
+    for i, k in out.new_blocks.items():
+        t = runner.kv.block_table(out.requests[i].request_id)
+        new += [(i, c, t[c]) for c in range(len(t) - k, len(t))]
     if new:                                          # one copy: flat positions in the table, then the blocks
         w = to_device([[i * runner.bt.stride(0) + c for i, c, _ in new], [b for _, _, b in new]], runner.device,
                       torch.long)
         runner.bt.view(-1)[w[0]] = w[1].to(runner.bt.dtype)
-    return now
 
 def launch(runner: ModelRunner, out: SchedulerOutput, last: InFlight | None) -> InFlight:
     "Queue a step on the device and return without waiting for it; inputs still on the device come from `last`."
     if (rows := _rows_of(out, last)) is not None:    # 04h's way between the steps of a window: one kernel moves
-        tokens, st, lens = last.tokens, last.st, last.tables   # the graph's inputs a token on
+        tokens, st = last.tokens, last.st            # the graph's inputs a token on
         if len(rows) < len(last.sampling):           # requests have left the batch
             keep = to_device(rows, runner.device, torch.long)
             _keep_rows(runner, keep)
-            tokens, lens, st = tokens[keep], [lens[i] for i in rows], SamplingTensors.from_params(
+            tokens, st = tokens[keep], SamplingTensors.from_params(
                 [r.sampling_params for r in out.requests], [r.generator for r in out.requests], runner.device)
-        lens = _grow_tables(runner, out.requests, lens)
+        _grow_tables(runner, out)
         logits, _ = runner.next_logits(tokens, None, None)
         tokens = runner.sample_tokens(logits, st)
-        return InFlight(out, list(out.requests), tokens, _to_host(tokens), st, replayed=True, tables=lens)
+        return InFlight(out, list(out.requests), tokens, _to_host(tokens), st, replayed=True)
     x = runner.prepare(out)
     if x.pending:                                    # decodes whose input is the token `last` sampled
         where, rows = to_device([[i for i, _ in x.pending], [last.row[r.request_id] for _, r in x.pending]],
@@ -81,9 +78,8 @@ def launch(runner: ModelRunner, out: SchedulerOutput, last: InFlight | None) -> 
         x.input_ids[where] = last.tokens[rows]
     tokens, st, logprobs = runner.forward_sample(x)
     replayed = getattr(runner, "replayed", None) is not None and len(x.sampling) == len(out.requests)
-    tables = [len(runner.kv.block_table(r.request_id)) for r in x.sampling] if replayed else []
     return InFlight(out, x.sampling, tokens, _to_host(tokens) if tokens is not None else None, st, logprobs,
-                    replayed, tables)
+                    replayed)
 
 def collect(step: InFlight) -> StepResult:
     "Wait for a launched step's tokens to reach the host: a token for each request that sampled."

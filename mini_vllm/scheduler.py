@@ -92,6 +92,7 @@ class SchedulerOutput:
     num_new_tokens: list[int] = field(default_factory=list)
     preempted: list[Request] = field(default_factory=list)
     num_steps: int = 1                       # > 1: a window of decodes, each request's slots for all of it allocated
+    new_blocks: dict[int, int] = field(default_factory=dict)   # running request's index -> blocks added this step
 
     @property
     def total_tokens(self) -> int: return sum(self.num_new_tokens)
@@ -146,12 +147,13 @@ class Scheduler:
                 i += 1                                              # the tokens on their way end it (04k)
                 continue
             n = min(req.num_tokens + req.num_pending - req.num_computed_tokens, budget)
-            while self.kv.allocate_slots(req, n) is None:
+            while (new := self.kv.allocate_slots(req, n)) is None:
                 victim = self.running.pop()                         # the newest running request
                 self._preempt(victim)
                 out.preempted.append(victim)
                 if victim is req: break
             else:
+                if new: out.new_blocks[len(out.requests)] = len(new)    # the tables to grow on the device (04k)
                 out.requests.append(req)
                 out.num_new_tokens.append(n)
                 budget -= n
