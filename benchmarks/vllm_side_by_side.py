@@ -253,7 +253,7 @@ def ratios(res) -> dict:
     r = {}
     for w in ("public", "public320"):
         base = tps("vllm", w)
-        for e in ("mini_vllm", "hf", "vllm_seqs256"):
+        for e in ("mini_vllm", "mini_vllm_default", "mini_vllm_async", "hf", "vllm_seqs256"):
             if base and tps(e, w): r[f"{w}_{e}_over_vllm"] = tps(e, w) / base
     ms = lambda e, k="batch1": res.get(e, {}).get(k, {}).get("ms_per_token")
     if ms("vllm") and ms("mini_vllm"):
@@ -294,7 +294,9 @@ def main(argv=None):
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     path = out / JSON_NAME
     res = json.loads(path.read_text()) if a.append and path.exists() else {}
+    earlier = res.get("env", {}).get("command")                # an appended run keeps the commands before it
     res["env"] = environment(a)
+    if earlier: res["env"]["command"] = f"{earlier}; then {res['env']['command']}"
     res["model"] = ("tiny Llama (smoke test)" if a.smoke else "TinyLlama-1.1B config") + f", dummy weights, {a.dtype}"
     res["workloads"] = {k: workload_stats(v) for k, v in workloads(a.smoke).items()}
     res["batch1_setup"] = (f"gpu_bench's batch1: 128-token prompt (seed 1), {batch1_setup(a.smoke)[1]} decode tokens, "
