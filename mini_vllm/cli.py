@@ -121,7 +121,8 @@ ENGINE_ARGS = [  # (flag, type, help): passed to LLMEngine when given
     ("--num-kv-blocks", int, "KV-cache blocks (default: sized from memory)"),
     ("--kv-cache-memory-bytes", int, "memory for the KV cache on a CPU"),
     ("--gpu-memory-utilization", float, "fraction of GPU memory to use"),
-    ("--max-num-seqs", int, "requests in the running batch at most"),
+    ("--max-num-seqs", int, "requests in the running batch at most (default: 1024 on one GPU of 70 GiB or "
+                     "more, else 256)"),
     ("--max-num-batched-tokens", int, "tokens per step at most"),
     ("--max-model-len", int, "context length (prompt + output) at most"),
     ("--attention-backend", str, "auto, torch, cpu or triton"),

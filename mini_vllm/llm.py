@@ -16,7 +16,8 @@ import torch
 from fastcore.basics import patch
 
 from .block_pool import KVCacheManager, cdiv
-from .build import auto_num_blocks, check_engine_args, load_engine_model, make_runner, resolve_backend
+from .build import (auto_num_blocks, check_engine_args, default_max_num_seqs, load_engine_model, make_runner,
+                             resolve_backend)
 from .loading import load_tokenizer
 from .model import resolve_device
 from .model_runner import StepResult
@@ -37,7 +38,7 @@ def _child_seed(seed: int | None, i: int) -> int | None:
 class LLMEngine:
     "The paged engine: scheduler, KV-cache manager and model runner, stepped by the caller."
     def __init__(self, model=None, dtype="auto", device="auto", block_size: int = 16, num_kv_blocks: int | None = None,
-                 max_num_seqs: int = 256, max_num_batched_tokens: int | None = None, max_model_len: int | None = None,
+                 max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None, max_model_len: int | None = None,
                  enable_prefix_caching: bool = True, attention_backend: str = "auto", load_format: str = "auto",
                  seed: int = 0, kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.9,
                  num_scheduler_steps: int | None = None, enforce_eager: bool = False, tensor_parallel_size: int = 1,
@@ -55,6 +56,7 @@ class LLMEngine:
         if attention_backend != "auto":
             get_attention_backend(attention_backend)              # a bad name fails before loading
         dev = resolve_device(device)
+        if max_num_seqs is None: max_num_seqs = default_max_num_seqs(dev, tensor_parallel_size)   # 04e2
         attention_backend = resolve_backend(attention_backend, dev)
         if async_scheduling is None:           # one step ahead on one GPU, unless windows are asked for (04k measures)
             async_scheduling = dev.type == "cuda" and tensor_parallel_size == 1 and num_scheduler_steps is None
