@@ -1,8 +1,9 @@
 """Chapter 04g1's work items in the engine, on and off: `LLM()` with its defaults (bf16 dummy weights, TinyLlama-1.1B
 shape) with `triton_attention.ITEMS_CHUNK` set per engine (0: one program per context at full batches, as before the
 items). Each setting is an engine of its own in this process, in the order given (repeat one to see the spread).
-Output tok/s of the public workload (256 requests) and of the same draw with 320, after a warm-up on the first 8; the
-greedy tokens of the first 32 requests compared with the first setting's. From the repo root, on a CUDA GPU:
+Output tok/s of the public workload (256 requests) and of 320 requests drawn the same way, after a warm-up on the
+first 8; the greedy tokens of the first 32 requests compared with the first setting's. From the repo root, on a CUDA
+GPU:
   python3 benchmarks/attn_items_engine.py --out $OUT/items_engine [--chunks 0,1024,0,1024]
 """
 import argparse, gc, json, os, sys, tempfile, time

@@ -17,8 +17,9 @@ group of each is killed when it ends (vLLM's engine-core process outlives the Py
                 (on a GPU `attention_backend="auto"` resolves to the Triton kernels and CUDA graphs), batch 1 on the
                 same engine; not in the default --engines
 Workloads: `public` (256 requests, prompt and output lengths U[100, 1024], seed 0, as gpu_bench's thru), `public320`
-(the same draw with 320 requests: more than 256 at once), and batch 1 (gpu_bench's batch1: a 128-token prompt,
-512 decode tokens; ms/token = (time of 513 tokens - time of 1) / 512, after the prompt is in the prefix cache).
+(320 requests drawn the same way, none of them the public ones: more than 256 at once), and batch 1 (gpu_bench's
+batch1: a 128-token prompt, 512 decode tokens; ms/token = (time of 513 tokens - time of 1) / 512, after the prompt
+is in the prefix cache).
 Each engine also reports batch 1 on its throughput engine (`batch1_thru_engine`).
 
 Engines run in the order given while the time budget (--budget seconds) leaves what each needs (NEED); the rest are
