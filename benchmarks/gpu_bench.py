@@ -17,8 +17,8 @@ Sections (all by default; `--sections a,b` for some):
 `--dtype float16` runs kernels, gemv, attnbw, correct, thru, batch1 and profile in fp16 instead of bf16: the path
 of GPUs without bf16 (a T4, sm_75), checked on a newer one. Writes `gpu_bench.json` (rewritten after every section,
 with the dtype) and PNG plots into --out. `--quantization int8|int4` runs the engine sections (thru, batch1) with
-quantized weights. Run from the repo root:
-  python benchmarks/gpu_bench.py --out $OUT [--dtype float16] [--quantization int8]
+quantized weights; `--shape llama3_8b` runs them on Llama-3-8B's shape instead of TinyLlama's. Run from the repo root:
+  python benchmarks/gpu_bench.py --out $OUT [--dtype float16] [--quantization int8] [--shape llama3_8b]
 """
 import argparse, json, os, sys, tempfile, time, traceback
 from pathlib import Path
@@ -28,7 +28,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from workload import public_workload, tinyllama_config_dir, workload_stats  # noqa: E402
+from workload import LLAMA3_8B_CONFIG, public_workload, tinyllama_config_dir, workload_stats  # noqa: E402
 
 RESULTS: dict = {}
 DTYPE = torch.bfloat16                                              # --dtype: the model's and the kernels' dtype
@@ -333,7 +333,8 @@ def sec_correct(args):
 
 def _engine(args, **kw):
     from mini_vllm import LLM
-    cfg_dir = tinyllama_config_dir(Path(tempfile.mkdtemp()) / "tinyllama")
+    cfg_dir = tinyllama_config_dir(Path(tempfile.mkdtemp()) / args.shape,
+                                   config=LLAMA3_8B_CONFIG if args.shape == "llama3_8b" else None)
     base = dict(dtype=SHORT[DTYPE], load_format="dummy", attention_backend="triton", max_num_seqs=256, max_model_len=2048,
                 quantization=args.quantization)
     return LLM(cfg_dir, **{**base, **kw})
@@ -529,6 +530,8 @@ def main(argv=None):
     p.add_argument("--gemv-sweep", action="store_true", help="gemv section: also sweep the tilings (M = 1, 2, 4, 8)")
     p.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16"), help="the model's and kernels' dtype")
     p.add_argument("--quantization", default=None, choices=("int8", "int4"), help="weights of the engine sections")
+    p.add_argument("--shape", default="tinyllama", choices=("tinyllama", "llama3_8b"),
+                   help="the engine sections' model: TinyLlama-1.1B's shape, or Llama-3-8B's (dummy weights either way)")
     p.add_argument("--batch1-variants", default="small_batch,small_batch_no_ahead,small_batch_no_pdl,cublas")
     p.add_argument("--quant-tiling", default=None, help='JSON {"bits,rows,kind": tiling} over small_batch.QUANT_TILING')
     p.add_argument("--qmm-tma-rows", default=None, help="LO,HI over quant_kernels.QMM_TMA_ROWS (0,0: never through TMA)")
@@ -536,7 +539,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     global DTYPE
     DTYPE = getattr(torch, args.dtype)
-    RESULTS["dtype"], RESULTS["quantization"] = args.dtype, args.quantization
+    RESULTS["dtype"], RESULTS["quantization"], RESULTS["shape"] = args.dtype, args.quantization, args.shape
     if args.quant_tiling:                                           # a variant of 04i's tilings for quantized weights
         from mini_vllm import small_batch as sb
         for key, t in json.loads(args.quant_tiling).items():
