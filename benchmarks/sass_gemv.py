@@ -6,17 +6,17 @@ and SwiGLU, one token. Run from the repo root:
   python benchmarks/sass_gemv.py --rewrite {none,int8_prmt,int4_ffma}
 With --rewrite it counts instead the GEMV with a residual (no norm, no SwiGLU), int8 or int4, two and four rows of
 1,024 per chunk, by kind of instruction: as shipped (none), or with one of two conversions that were counted but
-not kept: int8 bytes moved into floats by one `prmt` each (inline PTX), or int4 dequantized by one multiply-add from
-the float 1 + q/16 (16 s f - 24 s). One rewrite a process: Triton keys its cache on the code it first compiled.
+not kept (`gemv_rewrites.py`, which also times them in the engine on a GPU). One rewrite a process: Triton keys its
+cache on the code it first compiled.
 """
 import collections, os, re, subprocess, sys, tempfile
 os.environ["TRITON_INTERPRET"] = "0"
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mini_vllm import small_batch as sb  # noqa: E402
 import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
-import triton.language as tl  # noqa: E402
 
 CUOBJDUMP = os.path.join(os.path.dirname(triton.__file__), "backends/nvidia/bin/cuobjdump")
 ALIGNED = ("x_ptr", "w_ptr", "b_ptr", "nw_ptr", "s_ptr", "z_ptr", "res_ptr", "out_ptr", "K", "N", "stride_x",
@@ -37,37 +37,9 @@ def sass(fn, types: dict, consts: dict, **opts) -> tuple[collections.Counter, st
     return ops, regs.group(1) if regs else "?"
 
 
-@triton.jit
-def _int8_weights_prmt(w):
-    "Int8 weights as fp32: four bytes at a time, each byte (top bit flipped) put into the mantissa of 2^23 by a prmt."
-    u = tl.inline_asm_elementwise(
-        asm="""{
-        .reg .b32 t, m;
-        mov.b32 m, 0x4B000000;
-        xor.b32 t, $4, 0x80808080;
-        prmt.b32 $0, t, m, 0x7440;
-        prmt.b32 $1, t, m, 0x7441;
-        prmt.b32 $2, t, m, 0x7442;
-        prmt.b32 $3, t, m, 0x7443;
-        }""", constraints="=r,=r,=r,=r,r", args=[w], dtype=tl.int32, is_pure=True, pack=4)
-    return u.to(tl.float32, bitcast=True) - 8388736.0
-
-
-@triton.jit
-def _int4_weights_ffma(w, s_ptr, z_ptr, n, nm, k0, K, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BLOCK_K: tl.constexpr):
-    "As 05's _int4_weights, each weight one multiply-add from f = 1 + q/16: (q - 8) s = 16 s f - 24 s."
-    s = sb._per_byte(s_ptr, n, nm, k0, K, GROUP, BLOCK_K)
-    b, c = w.to(tl.int32), s * -24.0
-    if HAS_ZERO: c = c + sb._per_byte(z_ptr, n, nm, k0, K, GROUP, BLOCK_K)
-    lo = ((b & 15) << 19 | 0x3F800000).to(tl.float32, bitcast=True)
-    hi = ((b & 240) << 15 | 0x3F800000).to(tl.float32, bitcast=True)
-    return lo * (s * 16.0) + c, hi * (s * 16.0) + c
-
-
 if len(sys.argv) > 2 and sys.argv[1] == "--rewrite":
-    rewrite = sys.argv[2]
-    if rewrite == "int8_prmt": sb._int8_weights = _int8_weights_prmt
-    if rewrite == "int4_ffma": sb._int4_weights = _int4_weights_ffma
+    from gemv_rewrites import apply
+    rewrite = apply(sys.argv[2])
     print(f"triton {triton.__version__}, sm_90, _gemv_kernel with a residual, one row, conversion: {rewrite}")
     for bits in ((8,) if rewrite == "int8_prmt" else (4,) if rewrite == "int4_ffma" else (8, 4)):
         for rows in (2, 4):
