@@ -9,6 +9,8 @@ __all__ = ['GEMV_MAX_M', 'GEMV_TILING', 'QUANT_TILING', 'gemv', 'qkv_rope_write'
            'SmallBatchLlamaForCausalLM']
 
 # %% ../nbs/04i_small_batch.ipynb #b6bea0cc
+import os
+
 import torch
 import torch.nn as nn
 
@@ -51,6 +53,8 @@ def _row_len(K, WBITS: tl.constexpr):
     else: return K
 
 # %% ../nbs/04i_small_batch.ipynb #a4b1c2d3
+_PTX = tl.constexpr(os.environ.get("TRITON_INTERPRET") != "1")    # compiled for an NVIDIA GPU, not interpreted
+
 @triton.jit
 def _as_float(bits, offset: tl.constexpr):
     """Small non-negative integers (int32, < 2^23) minus `offset`, as fp32, without a conversion instruction (a slow
@@ -60,7 +64,21 @@ def _as_float(bits, offset: tl.constexpr):
 
 @triton.jit
 def _int8_weights(w):
-    "Int8 weights (as loaded) as fp32: q + 128 is q's byte with its top bit flipped."
+    """Int8 weights (as loaded) as fp32: q + 128 is q's byte with its top bit flipped. Compiled, four at a time: the
+    top bits flipped in the 32-bit word that holds them, then one `prmt` (byte permute) per weight puts its byte
+    under the exponent of 2^23, which the compiler's own code did in three instructions or more."""
+    if _PTX:
+        u = tl.inline_asm_elementwise(
+            asm="""{
+            .reg .b32 t, m;
+            mov.b32 m, 0x4B000000;
+            xor.b32 t, $4, 0x80808080;
+            prmt.b32 $0, t, m, 0x7440;
+            prmt.b32 $1, t, m, 0x7441;
+            prmt.b32 $2, t, m, 0x7442;
+            prmt.b32 $3, t, m, 0x7443;
+            }""", constraints="=r,=r,=r,=r,r", args=[w], dtype=tl.int32, is_pure=True, pack=4)
+        return u.to(tl.float32, bitcast=True) - 8388736.0          # 2^23 + 128
     return _as_float(w.to(tl.uint8, bitcast=True).to(tl.int32) ^ 0x80, 128.0)
 
 
@@ -78,14 +96,15 @@ def _per_byte(t_ptr, n, nm, k0, K, GROUP: tl.constexpr, BLOCK_K: tl.constexpr):
 @triton.jit
 def _int4_weights(w, s_ptr, z_ptr, n, nm, k0, K, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BLOCK_K: tl.constexpr):
     """Bytes k0 .. k0 + BLOCK_K - 1 of weight rows n (w, as loaded; whole groups, chapter 05's layout) as two fp32
-    tiles, each group's first half of columns (low four bits) and its second (high): (q - 8) * scale (+ zero)."""
+    tiles, each group's first half of columns (low four bits) and its second (high): (q - 8) * scale (+ zero). Each
+    q goes into the top of a float's mantissa, f = 1 + q/16, so that one multiply-add makes the weight:
+    16 s f - 24 s = (q - 8) s, exact for scales of at most 22 significant bits (bf16's and fp16's)."""
     s = _per_byte(s_ptr, n, nm, k0, K, GROUP, BLOCK_K)
-    b = w.to(tl.int32)
-    lo, hi = _as_float(b & 15, 8.0) * s, _as_float(b >> 4, 8.0) * s
-    if HAS_ZERO:
-        z = _per_byte(z_ptr, n, nm, k0, K, GROUP, BLOCK_K)
-        lo, hi = lo + z, hi + z
-    return lo, hi
+    b, c = w.to(tl.int32), s * -24.0
+    if HAS_ZERO: c = c + _per_byte(z_ptr, n, nm, k0, K, GROUP, BLOCK_K)
+    lo = ((b & 15) << 19 | 0x3F800000).to(tl.float32, bitcast=True)
+    hi = ((b & 240) << 15 | 0x3F800000).to(tl.float32, bitcast=True)
+    return lo * (s * 16.0) + c, hi * (s * 16.0) + c
 
 # %% ../nbs/04i_small_batch.ipynb #928a7b0d
 @triton.jit
