@@ -3,16 +3,14 @@ registers, loads, int-to-float conversions (I2F), and the shared-memory stores a
 between the weights and the inputs costs. bf16, int8 and int4 weights (05), the gate/up projection with its norm
 and SwiGLU, one token. Run from the repo root:
   python benchmarks/sass_gemv.py > benchmarks/results/sass_gemv_sm90_<commit>.txt
-  python benchmarks/sass_gemv.py --rewrite {none,int8_prmt,int4_ffma}
-With --rewrite it counts instead the GEMV with a residual (no norm, no SwiGLU), int8 or int4, two and four rows of
-1,024 per chunk, by kind of instruction: as shipped (none), or with one of two conversions that were counted but
-not kept (`gemv_rewrites.py`, which also times them in the engine on a GPU). One rewrite a process: Triton keys its
-cache on the code it first compiled.
+  python benchmarks/sass_gemv.py --residual
+With --residual it counts instead the GEMV with a residual (no norm, no SwiGLU), int8 and int4, two and four rows of
+1,024 per chunk, by kind of instruction. (The conversions' rewrites were counted with `--rewrite` and timed with
+`gemv_rewrites.py` at f04db11: `git show f04db11:benchmarks/gemv_rewrites.py`.)
 """
 import collections, os, re, subprocess, sys, tempfile
 os.environ["TRITON_INTERPRET"] = "0"
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mini_vllm import small_batch as sb  # noqa: E402
 import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
@@ -37,11 +35,9 @@ def sass(fn, types: dict, consts: dict, **opts) -> tuple[collections.Counter, st
     return ops, regs.group(1) if regs else "?"
 
 
-if len(sys.argv) > 2 and sys.argv[1] == "--rewrite":
-    from gemv_rewrites import apply
-    rewrite = apply(sys.argv[2])
-    print(f"triton {triton.__version__}, sm_90, _gemv_kernel with a residual, one row, conversion: {rewrite}")
-    for bits in ((8,) if rewrite == "int8_prmt" else (4,) if rewrite == "int4_ffma" else (8, 4)):
+if sys.argv[1:] == ["--residual"]:
+    print(f"triton {triton.__version__}, sm_90, _gemv_kernel with a residual, one row")
+    for bits in (8, 4):
         for rows in (2, 4):
             types = dict(x_ptr="*bf16", w_ptr="*i8" if bits == 8 else "*u8", b_ptr="*bf16", nw_ptr="*bf16",
                          s_ptr="*bf16", z_ptr="*bf16", res_ptr="*bf16", out_ptr="*bf16", eps="fp32")
