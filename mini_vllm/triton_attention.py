@@ -96,6 +96,27 @@ def _store_heads(o_ptr, o, tok, kvh, g, stride_ot, stride_oh, G: tl.constexpr, D
              mask=(g < G)[:, None])
 
 # %% ../nbs/04g1_triton_attention.ipynb #d8e7d33c
+@triton.jit
+def _finish_part(o_ptr, acc_ptr, ml_ptr, counter, acc, m_i, l_i, row0, part, parts, tok, kvh, stride_ot, stride_oh,
+                 G: tl.constexpr, G_PAD: tl.constexpr, G2: tl.constexpr, D: tl.constexpr, PARTS: tl.constexpr):
+    """Part `part` of `parts` of one context's attention done, for one KV head's query heads. Alone, it writes their
+    outputs; else it writes its m, l, acc at rows row0 + part * G_PAD + g, counts itself in at `counter`, and the
+    last of the parts to arrive merges them all and writes the outputs."""
+    g, d = tl.arange(0, G_PAD), tl.arange(0, D)
+    if parts == 1:
+        _store_heads(o_ptr, acc / l_i[:, None], tok, kvh, g, stride_ot, stride_oh, G, D)
+    else:
+        row, gm = row0 + part * G_PAD + g, g < G                    # the merge reads the rows of real heads only
+        tl.store(acc_ptr + row[:, None] * D + d[None, :], acc, mask=gm[:, None])
+        tl.store(ml_ptr + row * 2, m_i, mask=gm)
+        tl.store(ml_ptr + row * 2 + 1, l_i, mask=gm)
+        tl.debug_barrier()                                          # all of this program's stores issued, then
+        done = tl.atomic_add(counter, 1, sem="acq_rel")             # released with the count
+        if done == parts - 1:
+            tl.store(counter, 0)                                    # back to zero for the next launch
+            o = _merge_partitions(acc_ptr, ml_ptr, row0, parts, G_PAD, G2, D, PARTS)
+            _store_heads(o_ptr, o, tok, kvh, tl.arange(0, G2), stride_ot, stride_oh, G, D)
+
 @triton.jit(do_not_specialize=["stride_bt", "num_parts"])      # they change from step to step
 def _decode_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, seq_lens_ptr, qsl_ptr, reqs_ptr,
                    slot_ptr, num_new, scale, stride_qt, stride_qh, stride_ot, stride_oh, stride_bt, num_parts,
@@ -144,20 +165,9 @@ def _decode_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_pt
                                               end, kvh, qk_scale, HKV, D, BLOCK_SIZE, BLOCK_N, IEEE)
         if start < end:
             live = tl.minimum(tl.cdiv(seq_len, partition), num_parts)              # partitions with tokens in them
-            if live == 1:                                          # this one alone: finish here
-                _store_heads(o_ptr, acc / l_i[:, None], tok, kvh, g, stride_ot, stride_oh, G, D)
-            else:                                                  # write this partition's m, l, acc; the last to
-                row0 = (b * HKV + kvh) * num_parts * G_PAD         # finish merges them all
-                row = row0 + part * G_PAD + g
-                tl.store(acc_ptr + row[:, None] * D + d[None, :], acc)
-                tl.store(ml_ptr + row * 2, m_i)
-                tl.store(ml_ptr + row * 2 + 1, l_i)
-                tl.debug_barrier()                                 # all of this program's stores issued, then
-                done = tl.atomic_add(count_ptr + b * HKV + kvh, 1, sem="acq_rel")    # released with the count
-                if done == live - 1:
-                    tl.store(count_ptr + b * HKV + kvh, 0)         # back to zero for the next launch
-                    o = _merge_partitions(acc_ptr, ml_ptr, row0, live, G_PAD, G2, D, PARTS)
-                    _store_heads(o_ptr, o, tok, kvh, tl.arange(0, G2), stride_ot, stride_oh, G, D)
+            _finish_part(o_ptr, acc_ptr, ml_ptr, count_ptr + b * HKV + kvh, acc, m_i, l_i,
+                         (b * HKV + kvh) * num_parts * G_PAD, part, live, tok, kvh, stride_ot, stride_oh,
+                         G, G_PAD, G2, D, PARTS)
 
 # %% ../nbs/04g1_triton_attention.ipynb #c4f57cf6
 # the best of a sweep on an H200 (benchmarks/gpu_bench.py, attnbw)
@@ -274,21 +284,9 @@ def _items_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_ptr
                          tl.zeros([G_PAD, D], tl.float32))
         m_i, l_i, acc = _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, start, end, kvh,
                                       scale * 1.4426950408889634, HKV, D, BLOCK_SIZE, BLOCK_N, IEEE)
-        if pieces == 1:
-            _store_heads(o_ptr, acc / l_i[:, None], tok, kvh, g, stride_ot, stride_oh, G, D)
-        else:                                                       # rows of the context's pieces, in order, from
-            row0 = ((item - piece) * HKV + kvh * pieces) * G_PAD    # its first piece's units
-            row = row0 + piece * G_PAD + g
-            gm = g < G                                              # the merge reads the rows of real heads only
-            tl.store(acc_ptr + row[:, None] * D + d[None, :], acc, mask=gm[:, None])
-            tl.store(ml_ptr + row * 2, m_i, mask=gm)
-            tl.store(ml_ptr + row * 2 + 1, l_i, mask=gm)
-            tl.debug_barrier()
-            done = tl.atomic_add(count_ptr + req * HKV + kvh, 1, sem="acq_rel")
-            if done == pieces - 1:
-                tl.store(count_ptr + req * HKV + kvh, 0)
-                o = _merge_partitions(acc_ptr, ml_ptr, row0, pieces, G_PAD, G2, D, PARTS)
-                _store_heads(o_ptr, o, tok, kvh, tl.arange(0, G2), stride_ot, stride_oh, G, D)
+        row0 = ((item - piece) * HKV + kvh * pieces) * G_PAD        # the rows of the context's pieces, in order,
+        _finish_part(o_ptr, acc_ptr, ml_ptr, count_ptr + req * HKV + kvh, acc, m_i, l_i, row0, piece, pieces, tok,
+                     kvh, stride_ot, stride_oh, G, G_PAD, G2, D, PARTS)     # from its first piece's units
 
 def items_decode_attention(out, q, k_cache, v_cache, block_tables, query_start_loc, items, n_items, scale,
                            block_n: int | None = None, num_warps: int | None = None, num_stages: int | None = None):
