@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# This tree and earlier ones, alternating, on one GPU: what a change costs or buys, measured in one lease.
+# This tree and earlier ones, alternating, on one GPU: what a change costs or buys, measured on one machine.
 #   STAGE=offline (default): LLM.generate on the public workload, 320 requests and batch 1 (vllm_h200.sh offline)
 #   STAGE=serve_mini: `mini-vllm serve` under load_test.py's ramp at $CONC clients (default 1,16,64), 512-token
 #                     prompts, 256 streamed tokens (vllm_h200.sh serve_mini)

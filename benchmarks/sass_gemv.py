@@ -4,11 +4,13 @@ between the weights and the inputs costs. bf16, int8 and int4 weights (05), the 
 and SwiGLU, one token. Run from the repo root:
   python benchmarks/sass_gemv.py > benchmarks/results/sass_gemv_sm90_<commit>.txt
   python benchmarks/sass_gemv.py --residual
+  python benchmarks/sass_gemv.py --qmm
 With --residual it counts instead the GEMV with a residual (no norm, no SwiGLU), int8 and int4, two and four rows of
-1,024 per chunk, by kind of instruction. (The conversions' rewrites were counted with `--rewrite` and timed with
-`gemv_rewrites.py` at f04db11: `git show f04db11:benchmarks/gemv_rewrites.py`.)
+1,024 per chunk, by kind of instruction; with --qmm, chapter 05b's `_qmm_kernel` at QMM_TILING's tiles of 16, 128
+and 256 rows, int8 and int4 (groups of 128), K in one share. (The conversions' rewrites were counted with `--rewrite`
+and timed with `gemv_rewrites.py` at f04db11: `git show f04db11:benchmarks/gemv_rewrites.py`.)
 """
-import collections, os, re, subprocess, sys, tempfile
+import argparse, collections, os, re, subprocess, sys, tempfile
 os.environ["TRITON_INTERPRET"] = "0"
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from mini_vllm import small_batch as sb  # noqa: E402
@@ -17,7 +19,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 CUOBJDUMP = os.path.join(os.path.dirname(triton.__file__), "backends/nvidia/bin/cuobjdump")
-ALIGNED = ("x_ptr", "w_ptr", "b_ptr", "nw_ptr", "s_ptr", "z_ptr", "res_ptr", "out_ptr", "K", "N", "stride_x",
+ALIGNED = ("x_ptr", "w_ptr", "b_ptr", "nw_ptr", "s_ptr", "z_ptr", "res_ptr", "out_ptr", "part_ptr", "count_ptr", "K", "N", "stride_x",
            "stride_res", "stride_out")          # what Triton assumes at run time of pointers and sizes divisible by 16
 
 
@@ -35,7 +37,29 @@ def sass(fn, types: dict, consts: dict, **opts) -> tuple[collections.Counter, st
     return ops, regs.group(1) if regs else "?"
 
 
-if sys.argv[1:] == ["--residual"]:
+mode = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+group = mode.add_mutually_exclusive_group()
+group.add_argument("--residual", action="store_true", help="the GEMV with a residual, by kind of instruction")
+group.add_argument("--qmm", action="store_true", help="chapter 05b's qmm kernel at QMM_TILING's tiles")
+args = mode.parse_args()
+
+if args.qmm:
+    from mini_vllm import quant_kernels as qk
+    print(f"triton {triton.__version__}, sm_90, _qmm_kernel, K in one share")
+    for bits in (8, 4):
+        for top, t in qk.QMM_TILING:
+            if t["block_m"] not in (16, 128, 256) or (top is not None and top > 256 and t["block_m"] == 256): continue
+            types = dict(x_ptr="*bf16", w_ptr="*i8" if bits == 8 else "*u8", s_ptr="*bf16", z_ptr="*bf16",
+                         b_ptr="*bf16", out_ptr="*bf16", part_ptr="*fp32", count_ptr="*i32")
+            consts = dict(HAS_BIAS=False, WBITS=bits, GROUP=128 if bits == 4 else 1, HAS_ZERO=False,
+                          BLOCK_M=t["block_m"], BLOCK_N=t["block_n"], BLOCK_K=128 if bits == 4 else t["block_k"],
+                          GROUP_N=8, SPLIT=1, IEEE=False)
+            ops, regs = sass(qk._qmm_kernel, types, consts, num_warps=t["num_warps"], num_stages=t["num_stages"])
+            print(f"int{bits} {t['block_m']} x {t['block_n']} tile, {t['num_warps']} warps: {regs} registers, "
+                  f"{sum(ops.values())} instructions")
+    sys.exit()
+
+if args.residual:
     print(f"triton {triton.__version__}, sm_90, _gemv_kernel with a residual, one row")
     for bits in (8, 4):
         for rows in (2, 4):

@@ -98,13 +98,14 @@ def _int4_weights(w, s_ptr, z_ptr, n, nm, k0, K, GROUP: tl.constexpr, HAS_ZERO: 
     """Bytes k0 .. k0 + BLOCK_K - 1 of weight rows n (w, as loaded; whole groups, chapter 05's layout) as two fp32
     tiles, each group's first half of columns (low four bits) and its second (high): (q - 8) * scale (+ zero). Each
     q goes into the top of a float's mantissa, f = 1 + q/16, so that one multiply-add makes the weight:
-    16 s f - 24 s = (q - 8) s, exact for scales of at most 22 significant bits (bf16's and fp16's)."""
+    16 s f - 24 s = (q - 8) s, exact for bf16 and fp16 scales. `tl.fma` asks for the multiply-add itself rather
+    than leaving it to the compiler's fusion of a product and a sum."""
     s = _per_byte(s_ptr, n, nm, k0, K, GROUP, BLOCK_K)
     b, c = w.to(tl.int32), s * -24.0
     if HAS_ZERO: c = c + _per_byte(z_ptr, n, nm, k0, K, GROUP, BLOCK_K)
     lo = ((b & 15) << 19 | 0x3F800000).to(tl.float32, bitcast=True)
     hi = ((b & 240) << 15 | 0x3F800000).to(tl.float32, bitcast=True)
-    return lo * (s * 16.0) + c, hi * (s * 16.0) + c
+    return tl.fma(lo, s * 16.0, c), tl.fma(hi, s * 16.0, c)
 
 # %% ../nbs/04i_small_batch.ipynb #928a7b0d
 @triton.jit

@@ -106,7 +106,7 @@ def _finish_part(o_ptr, acc_ptr, ml_ptr, counter, acc, m_i, l_i, row0, part, par
     if parts == 1:
         _store_heads(o_ptr, acc / l_i[:, None], tok, kvh, g, stride_ot, stride_oh, G, D)
     else:
-        row, gm = row0 + part * G_PAD + g, g < G                    # the merge reads the rows of real heads only
+        row, gm = row0 + part * G_PAD + g, g < G2                   # the rows the merge reads (its heads 0..G2-1)
         tl.store(acc_ptr + row[:, None] * D + d[None, :], acc, mask=gm[:, None])
         tl.store(ml_ptr + row * 2, m_i, mask=gm)
         tl.store(ml_ptr + row * 2 + 1, l_i, mask=gm)
