@@ -9,12 +9,10 @@ __all__ = ['GEMV_MAX_M', 'GEMV_TILING', 'QUANT_TILING', 'gemv', 'qkv_rope_write'
            'SmallBatchLlamaForCausalLM']
 
 # %% ../nbs/04i_small_batch.ipynb #b6bea0cc
-import os
-
 import torch
 import torch.nn as nn
 
-from .triton_kernels import TritonLlamaForCausalLM, TritonLlamaModel, _pdl, tl, triton
+from .triton_kernels import INTERPRETED, TritonLlamaForCausalLM, TritonLlamaModel, _pdl, tl, triton
 
 # %% ../nbs/04i_small_batch.ipynb #375f2f1f
 @triton.jit
@@ -53,7 +51,7 @@ def _row_len(K, WBITS: tl.constexpr):
     else: return K
 
 # %% ../nbs/04i_small_batch.ipynb #a4b1c2d3
-_PTX = tl.constexpr(os.environ.get("TRITON_INTERPRET") != "1")    # compiled for an NVIDIA GPU, not interpreted
+_PTX = tl.constexpr(not INTERPRETED)    # compiled for an NVIDIA GPU: inline PTX can run
 
 @triton.jit
 def _as_float(bits, offset: tl.constexpr):
