@@ -182,7 +182,7 @@ def _rebuild_kernel(w_ptr, s_ptr, z_ptr, out_ptr, N, K, WBITS: tl.constexpr, GRO
         tl.store(out + (col + GB)[None, :], hi.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-DEQUANT_MIN_M = 1024    # rows from which a layer rebuilds its weight and calls cuBLAS (measured on an H200, below)
+DEQUANT_MIN_M = {8: 512, 4: 256}   # by bits: rows from which a layer rebuilds its weight for cuBLAS (an H200, below)
 
 
 def rebuild(w, scales, zeros=None, group_size=None, dtype=torch.bfloat16, block_n=16, block_k=256):
@@ -203,12 +203,12 @@ QGEMV_MAX_M = 2         # rows up to which the GEMV reads the integers; qmm beyo
 
 class TritonQuantLinear(QuantLinear):
     """QuantLinear whose forward reads the integers in Triton kernels: the GEMV for a few rows, qmm or qmm_tma for more;
-    from DEQUANT_MIN_M rows, the weight rebuilt for cuBLAS."""
+    from DEQUANT_MIN_M[bits] rows, the weight rebuilt for cuBLAS."""
     def forward(self, x):
         x2 = x.reshape(-1, self.in_features).contiguous()              # (M, K)
         q = dict(scales=self.scales, zeros=self.zeros, group_size=self.group_size)
         if x2.shape[0] <= QGEMV_MAX_M: y = gemv(x2, self.qweight, self.bias, **q)
-        elif x2.shape[0] >= DEQUANT_MIN_M:
+        elif x2.shape[0] >= DEQUANT_MIN_M[self.bits]:
             y = F.linear(x2, rebuild(self.qweight, dtype=x2.dtype, **q), self.bias)
         elif _takes_tma(x2, self.qweight): y = qmm_tma(x2, self.qweight, self.scales, self.bias)
         else: y = qmm(x2, self.qweight, bias=self.bias, **q)
