@@ -1,4 +1,4 @@
-"""The full-precision weight is never built: the GEMV of 04i and a tiled matrix product read int8 or packed int4 weights and their scales, and turn them into numbers in registers.
+"""Below a few hundred tokens the full-precision weight is never built: the GEMV of 04i and a tiled matrix product read int8 or packed int4 weights and their scales, and turn them into numbers in registers; beyond, one pass rebuilds it for cuBLAS.
 
 Docs: https://mini-vllm.github.io/mini_vllm/quant_kernels.html.md"""
 
