@@ -346,9 +346,9 @@ def sec_thru(args):
     res = {"workload": workload_stats(work)}
     prompts = [p for p, _ in work]
     params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for _, n in work]
-    for label in args.thru_variants.split(","):                     # e.g. steps16 or steps32_b16384
+    for label in args.thru_variants.split(","):                     # e.g. steps16 or steps32_b16384; default: LLM's own
         kw = {"num_scheduler_steps" if part.startswith("steps") else "max_num_batched_tokens": int(part.lstrip("stepsb"))
-              for part in label.split("_")}
+              for part in label.split("_")} if label != "default" else dict(max_num_seqs=None)
         t0 = time.perf_counter(); llm = _engine(args, **kw); t_init = time.perf_counter() - t0
         llm.generate(prompts[:8], params[:8], use_tqdm=False)                      # warm-up: every kernel compiled
         import triton
@@ -525,7 +525,8 @@ def main(argv=None):
     p.add_argument("--out", default=".")
     p.add_argument("--sections", default=",".join(SECTIONS))
     p.add_argument("--num-requests", type=int, default=256)
-    p.add_argument("--thru-variants", default="steps16,steps32,steps32_b16384,steps1", help="engine variants to time")
+    p.add_argument("--thru-variants", default="steps16,steps32,steps32_b16384,steps1",
+                   help="engine variants to time (default: LLM's defaults, as many sequences as it chooses)")
     p.add_argument("--steps", type=int, default=16, help="num_scheduler_steps for the profile section")
     p.add_argument("--gemv-sweep", action="store_true", help="gemv section: also sweep the tilings (M = 1, 2, 4, 8)")
     p.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16"), help="the model's and kernels' dtype")
