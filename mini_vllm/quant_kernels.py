@@ -182,7 +182,7 @@ def _rebuild_kernel(w_ptr, s_ptr, z_ptr, out_ptr, N, K, WBITS: tl.constexpr, GRO
         tl.store(out + (col + GB)[None, :], hi.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-DEQUANT_MIN_M = {8: 512, 4: 256}   # by bits: rows from which a layer rebuilds its weight for cuBLAS (an H200, below)
+DEQUANT_MIN_M = {8: 384, 4: 256}   # by bits: rows from which a layer rebuilds its weight for cuBLAS (an H200, below)
 
 
 def rebuild(w, scales, zeros=None, group_size=None, dtype=torch.bfloat16, block_n=16, block_k=256):
