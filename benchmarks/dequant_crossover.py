@@ -5,11 +5,13 @@ int8 and int4 (groups of 128), each way a layer can run them:
   rebuild     the rebuild alone
   cublas      F.linear on the bf16 weight the integers stand for (the unquantized model's cost)
 Each call reads its own copy of the weights inside one CUDA graph (so that they come from HBM, as in a step, not
-from L2); each way's output is checked against cuBLAS's. Prints a table of a layer's four products (us) per row
-count and the smallest row count from which rebuild_mm is faster for both formats; writes everything to --out.
+from L2; the copies are counted in bf16 bytes, so int4's q, k, v and o copies hold 67-84 MB of integers, only just
+beyond an H200's L2); each way's output is checked against cuBLAS's. Prints a table of a layer's four products (us)
+per row count and, for each format, the smallest row count measured from which rebuild_mm stays faster; writes
+everything to --out.
   python3 benchmarks/dequant_crossover.py --out $OUT/dequant_crossover.json [--ms 128,256,...] [--budget-s 240]
 """
-import argparse, json, sys, time
+import argparse, json, os, sys, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1])); sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch
@@ -30,7 +32,9 @@ def main():
     t0, dev = time.perf_counter(), "cuda"
     qk.DEQUANT_MIN_M = {8: 1 << 40, 4: 1 << 40}                     # "kernel": never rebuild inside the layer
     torch.manual_seed(0)
-    res = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, ways=WAYS, rows={})
+    import triton
+    res = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
+               commit=os.environ.get("MINI_VLLM_COMMIT"), ways=WAYS, rows={})
     layers = {}
     for name, (N, K) in SHAPES.items():
         copies = max(2, min(32, (400 << 20) // (N * K * 2)))      # 400 MB of bf16 weights: far beyond L2
@@ -38,7 +42,7 @@ def main():
             qls = [qk.TritonQuantLinear(torch.nn.Linear(K, N, bias=False, device=dev, dtype=torch.bfloat16), bits, 128)
                    for _ in range(copies)]
             layers[name, bits] = (qls, [q.dequantize(torch.bfloat16) for q in qls])
-    for M in [int(m) for m in args.ms.split(",")]:
+    for M in sorted(int(m) for m in args.ms.split(",")):
         if time.perf_counter() - t0 > args.budget_s: break
         row = res["rows"][M] = {}
         for name, (N, K) in SHAPES.items():
@@ -47,7 +51,8 @@ def main():
                 qls, ws = layers[name, bits]
                 q = lambda l: dict(scales=l.scales, zeros=l.zeros, group_size=l.group_size)
                 ways = {"kernel": [lambda l=l: l(x) for l in qls],
-                        "rebuild_mm": [lambda l=l: F.linear(x, qk.rebuild(l.qweight, dtype=x.dtype, **q(l))) for l in qls],
+                        "rebuild_mm": [lambda l=l: F.linear(x, qk.rebuild(l.qweight, dtype=x.dtype, **q(l)))
+                                       for l in qls],
                         "rebuild": [lambda l=l: qk.rebuild(l.qweight, dtype=x.dtype, **q(l)) for l in qls],
                         "cublas": [lambda w=w: F.linear(x, w) for w in ws]}
                 ref = F.linear(x, ws[0]).float()
@@ -58,7 +63,8 @@ def main():
                                                 rel_err={k: round(v, 5) for k, v in err.items()})
                 torch.cuda.empty_cache()
         print(json.dumps({M: row}), flush=True)
-    print(f"{res['gpu']}: a layer's four products, us (kernel / weight rebuilt + cuBLAS / the rebuild alone / cuBLAS on bf16)")
+    print(f"{res['gpu']}: a layer's four products, us "
+          "(kernel / weight rebuilt + cuBLAS / the rebuild alone / cuBLAS on bf16)")
     first = {}
     for M, row in res["rows"].items():
         line = f"{M:>6} rows"

@@ -526,7 +526,7 @@ def main(argv=None):
     p.add_argument("--sections", default=",".join(SECTIONS))
     p.add_argument("--num-requests", type=int, default=256)
     p.add_argument("--thru-variants", default="steps16,steps32,steps32_b16384,steps1",
-                   help="engine variants to time (default: LLM's defaults, as many sequences as it chooses)")
+                   help="engine variants to time; 'default': LLM's defaults (as many sequences as it chooses)")
     p.add_argument("--steps", type=int, default=16, help="num_scheduler_steps for the profile section")
     p.add_argument("--gemv-sweep", action="store_true", help="gemv section: also sweep the tilings (M = 1, 2, 4, 8)")
     p.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16"), help="the model's and kernels' dtype")

@@ -129,6 +129,7 @@ def _qmm_tma_kernel(x_desc, w_desc, s_ptr, b_ptr, out_ptr, M, N, K, stride_out, 
 
 
 QMM_TMA_ROWS = (128, 512)          # int8 products of more than 128 and at most 512 rows may go through TMA
+                                   # (in a layer, DEQUANT_MIN_M comes first: from 384 rows the weight is rebuilt)
 QMM_TMA_TILING = {                 # by width; the best of a sweep on an H200 (benchmarks/full_batch_gemm_sweep.py)
     "narrow": dict(block_m=128, block_n=64, block_k=128, num_warps=4, num_stages=4),
     "wide": dict(block_m=128, block_n=64, block_k=64, num_warps=4, num_stages=3)}
