@@ -129,7 +129,7 @@ def _qmm_tma_kernel(x_desc, w_desc, s_ptr, b_ptr, out_ptr, M, N, K, stride_out, 
 
 
 QMM_TMA_ROWS = (128, 512)          # int8 products of more than 128 and at most 512 rows may go through TMA
-                                   # (in a layer, DEQUANT_MIN_M comes first: from 384 rows the weight is rebuilt)
+                                   # (in a layer, DEQUANT_MIN_M comes first)
 QMM_TMA_TILING = {                 # by width; the best of a sweep on an H200 (benchmarks/full_batch_gemm_sweep.py)
     "narrow": dict(block_m=128, block_n=64, block_k=128, num_warps=4, num_stages=4),
     "wide": dict(block_m=128, block_n=64, block_k=64, num_warps=4, num_stages=3)}
@@ -168,10 +168,10 @@ def _rebuild_kernel(w_ptr, s_ptr, z_ptr, out_ptr, N, K, WBITS: tl.constexpr, GRO
                     HAS_ZERO: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     "A tile of the full-precision weight: BLOCK_N rows by BLOCK_K stored elements (int8 weights, or int4 bytes)."
     n, e = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N), tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
-    nm, em = n < N, e < _row_len(K, WBITS)
-    rows = n.to(tl.int64)[:, None]
-    w = tl.load(w_ptr + rows * _row_len(K, WBITS) + e[None, :], mask=nm[:, None] & em[None, :], other=0)
-    out, mask = out_ptr + rows * K, nm[:, None] & em[None, :]
+    nm, rows = n < N, n.to(tl.int64)[:, None]
+    mask = nm[:, None] & (e < _row_len(K, WBITS))[None, :]
+    w = tl.load(w_ptr + rows * _row_len(K, WBITS) + e[None, :], mask=mask, other=0)
+    out = out_ptr + rows * K
     if WBITS == 8:
         y = _int8_weights(w) * tl.load(s_ptr + n, mask=nm, other=0.0).to(tl.float32)[:, None]
         tl.store(out + e[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
