@@ -1,13 +1,14 @@
-"""Chapter 05b's one-token products beside the weight-only kernels PyTorch itself ships for CUDA, at TinyLlama's and
-Llama-3-8B's shapes: how far a known kernel gets where this book's GEMVs stop (1.1x bf16 at batch 1).
+"""Chapter 05b's few-token products beside the weight-only kernels PyTorch itself ships for CUDA, at TinyLlama's and
+Llama-3-8B's shapes: how far a known kernel gets where this book's kernels stop (1.1x bf16 at batch 1).
   cublas      F.linear on the bf16 weight the integers stand for
-  gemv        TritonQuantLinear (04i's GEMV with 05b's conversions), int8 and int4 (symmetric, groups of 128)
+  book        TritonQuantLinear as the model calls it: 04i's GEMV up to 2 rows, then qmm / qmm_tma / the rebuild;
+              int8 and int4 (symmetric, groups of 128)
   tinygemm    torch._weight_int4pack_mm, the int4 kernel gpt-fast and torchao use (same integers, scales, zeros)
-  int8pack    torch._weight_int8pack_mm (int8 per output channel), where this torch has it for CUDA
-  compiled    torch.compile of F.linear(x, w.to(bf16)) * s, gpt-fast's int8
+  int8pack    torch._weight_int8pack_mm (int8 per output channel), where this torch has it for CUDA (one row only)
+  compiled    torch.compile of F.linear(x, w.to(bf16)) * s, gpt-fast's int8 (one row only)
 Each call reads its own copy of the weights inside one CUDA graph (so that they stream from HBM); each way's output is
 checked against cuBLAS on the dequantized weight. Prints a layer's four products (us) per shape, format and way.
-  python3 benchmarks/batch1_anchors.py --out $OUT/batch1_anchors.json [--ms 1,2,4]
+  python3 benchmarks/batch1_anchors.py --out $OUT/batch1_anchors.json [--ms 1,2,4,16]
 """
 import argparse, json, os, sys, traceback
 from pathlib import Path
@@ -40,6 +41,7 @@ def main():
     torch.manual_seed(0)
     res = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
                commit=os.environ.get("MINI_VLLM_COMMIT"), us={}, errors={})
+    torch._dynamo.config.recompile_limit = 64                      # one compile per shape, none shared
     compiled = torch.compile(lambda x, w, s: F.linear(x, w.to(x.dtype)) * s, dynamic=False)
     for shape, mats in SHAPES.items():
         for name, (N, K) in mats.items():
@@ -58,11 +60,11 @@ def main():
                 except Exception as e: res["errors"][f"{shape},{name},int{bits},prep"] = repr(e)
                 for M in (int(m) for m in args.ms.split(",")):
                     x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
-                    ways = {"cublas": [lambda w=w: F.linear(x, w) for w in ws], "gemv": [lambda l=l: l(x) for l in qls]}
+                    ways = {"cublas": [lambda w=w: F.linear(x, w) for w in ws], "book": [lambda l=l: l(x) for l in qls]}
                     if "tinygemm" in extra:
                         ways["tinygemm"] = [lambda a=a: torch._weight_int4pack_mm(x, a[0], 128, a[1])
                                             for a in extra["tinygemm"]]
-                    if "int8pack" in extra:
+                    if "int8pack" in extra and M == 1:                     # generic kernels: one row is enough
                         ways["int8pack"] = [lambda a=a: torch._weight_int8pack_mm(x, a[0], a[1]) for a in extra["int8pack"]]
                         ways["compiled"] = [lambda a=a: compiled(x, a[0], a[1]) for a in extra["compiled"]]
                     ref = F.linear(x, ws[0]).float()
@@ -82,6 +84,7 @@ def main():
     for key, row in res["us"].items():
         for bits in (8, 4):
             ways = sorted({w for n in SHAPES[key.split(',')[0]] for w in row.get(f"{n},int{bits}", {})})
+            if not ways: continue
             t = {w: sum(row[f"{n},int{bits}"].get(w, float("nan")) for n in SHAPES[key.split(',')[0]]) for w in ways}
             print(f"{key:>16} int{bits}: " + "  ".join(f"{w} {v:7.1f}" for w, v in t.items()))
     for k, v in res["errors"].items(): print("error", k, v[:200])
