@@ -1,9 +1,9 @@
-"""Tilings of the small-batch GEMV (04i) for one token, timed where the model runs them: 22 TinyLlama-shaped layers
+"""Tilings of the small-batch GEMV (04i) for one token (or --rows), timed where the model runs them: 22 TinyLlama-shaped layers
 (qkv with RoPE and the cache write, o + residual, gate/up with the norm and SwiGLU, down + residual; no attention)
 recorded into one CUDA graph with PDL and replayed. Each shape's tiling is varied while the others keep the table's
 (small_batch.GEMV_TILING / QUANT_TILING); then the best of each shape together. bf16, int8 and int4 weights (05,
 symmetric, groups of 128). Writes quant_chain_sweep.json into --out. Run from the repo root on a CUDA GPU:
-  python benchmarks/quant_chain_sweep.py --out $OUT [--formats int8,int4,bf16]
+  python benchmarks/quant_chain_sweep.py --out $OUT [--formats int8,int4,bf16] [--rows 2] [--table-only bf16]
 """
 import argparse, itertools, json, os, sys, time
 from pathlib import Path
@@ -38,20 +38,21 @@ def weights(fmt: str) -> list[dict]:
 
 class Layers:
     "The model's small-batch calls for one token through every layer, each shape's tiling overridable."
-    def __init__(self, ws):
+    def __init__(self, ws, rows=1):
         self.ws, self.nw = ws, torch.ones(2048, device="cuda", dtype=DT)
         self.cos, self.sin = (t.cuda() for t in rope_tables(ModelConfig("llama", 32000, 2048, 22, 32, 4, 64, 5632,
                                                                              2048, 1e-5)))
         self.kc = torch.zeros(64, 16, 4, 64, device="cuda", dtype=DT)
-        self.vc, self.zero = self.kc.clone(), torch.zeros(1, dtype=torch.long, device="cuda")
-        self.h = torch.randn(1, 2048, device="cuda", dtype=DT) * 0.1
+        self.vc, self.zero = self.kc.clone(), torch.zeros(rows, dtype=torch.long, device="cuda")
+        self.slots = torch.arange(rows, device="cuda")
+        self.h = torch.randn(rows, 2048, device="cuda", dtype=DT) * 0.1
 
     def __call__(self, over: dict):
         t, h, nw = lambda n: over.get(n, {}), self.h, self.nw
         tq = dict(t("qkv"), **({"block_h": max(1, t("qkv")["block_n"] // 2)} if "block_n" in t("qkv") else {}))
         for layer in self.ws:
             (wq, kq), (wo, ko), (wg, kg), (wd, kd) = (layer[n] for n in SHAPES)
-            qkv = sb.qkv_rope_write(h, nw, 1e-5, wq, None, self.cos, self.sin, self.zero, self.zero, self.kc, self.vc,
+            qkv = sb.qkv_rope_write(h, nw, 1e-5, wq, None, self.cos, self.sin, self.zero, self.slots, self.kc, self.vc,
                                     32, 4, 64, pdl=True, **kq, **tq)
             sb.gemv(qkv[:, :2048], wo, residual=h, out=h, pdl=True, **ko, **t("o"))
             g = sb.gemv(h, wg, silu_out=True, norm_weight=nw, pdl=True, **kg, **t("gate_up"))
@@ -75,10 +76,11 @@ def graph_us(fn, reps=30, rounds=3) -> float:
     return best * 1e3 / LAYERS
 
 
-def configs(name: str):
-    "Rows per program (gate/up: pairs), chunk of weights, warps."
+def configs(name: str, rows: int = 1):
+    "Rows per program (gate/up: pairs), chunk of weights, warps: smaller chunks for more input rows."
     K = SHAPES[name][1]
-    for bn, bk, warps in itertools.product((1, 2, 4, 8), (1024, 2048, 8192), (4, 8)):
+    for bn, bk, warps in itertools.product((1, 2, 4, 8), (1024, 2048, 8192) if rows == 1 else (256, 512, 1024, 2048),
+                                           (4, 8)):
         if (name == "qkv" and bn < 2) or bk > 2 * K: continue
         yield dict(block_n=bn, block_k=bk, num_warps=warps)
 
@@ -87,17 +89,22 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=".")
     p.add_argument("--formats", default="int8,int4,bf16")
+    p.add_argument("--rows", type=int, default=1, help="tokens a step (the model's small path takes up to GEMV_MAX_M)")
+    p.add_argument("--table-only", default="", help="formats timed with the table's tilings only")
     args = p.parse_args()
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
     res = {"env": {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "command": " ".join(sys.argv),
                    "commit": os.environ.get("MINI_VLLM_COMMIT", "unknown")}}
     torch.manual_seed(0)
     for fmt in args.formats.split(","):
-        run = Layers(weights(fmt))
+        run = Layers(weights(fmt), args.rows)
         r = res[fmt] = {"table": graph_us(lambda: run({})), "best": {}}
-        print(f"{fmt}: the table's tilings {r['table']:.2f} us a layer", flush=True)
+        print(f"{fmt}, {args.rows} rows: the table's tilings {r['table']:.2f} us a layer", flush=True)
+        if fmt in args.table_only.split(","):
+            (out / "quant_chain_sweep.json").write_text(json.dumps(res, indent=1))
+            continue
         for name in SHAPES:
-            for c in configs(name):
+            for c in configs(name, args.rows):
                 key = f"{name} bn{c['block_n']} bk{c['block_k']} w{c['num_warps']}"
                 try: r[key] = graph_us(lambda: run({name: c}))
                 except Exception as e: r[key] = repr(e)[:200]; continue
