@@ -386,14 +386,14 @@ def _gaps(prof) -> dict:
 
 
 def sec_batch1(args):
-    """Batch-1 decode ms/token: 128-token prompt, 512 tokens, greedy. Variants: the small-batch kernels (04i, the
-    default), the same without programmatic dependent launch, and cuBLAS with the unfused kernels (GEMV_MAX_M = 0);
-    each with a graph-only timing and a profile."""
+    """Batch-1 decode ms/token (with --batch1-size B, B requests together and ms a step): 128-token prompts, 512
+    tokens, greedy. Variants: the small-batch kernels (04i, the default), the same without programmatic dependent
+    launch, and cuBLAS with the unfused kernels (GEMV_MAX_M = 0); each with a graph-only timing and a profile."""
     from torch.profiler import ProfilerActivity, profile
     from mini_vllm import SamplingParams
     from mini_vllm import cuda_graphs as cg, small_batch as sb, triton_kernels as tk
     g = torch.Generator().manual_seed(1)
-    prompt = torch.randint(0, 32000, (128,), generator=g).tolist()
+    prompts = [torch.randint(0, 32000, (128,), generator=g).tolist() for _ in range(args.batch1_size)]
     out, default_max_m, default_pdl, default_ahead = {}, sb.GEMV_MAX_M, tk.PDL, cg.RUN_AHEAD
     try:
         variants = (("small_batch", default_max_m, default_pdl, default_ahead),
@@ -402,19 +402,20 @@ def sec_batch1(args):
         for label, max_m, pdl, ahead in [v for v in variants if v[0] in args.batch1_variants.split(",")]:
             sb.GEMV_MAX_M, tk.PDL, cg.RUN_AHEAD = max_m, pdl, ahead     # read at capture: the graphs record one path
             llm = _engine(args, max_num_seqs=8)
-            run = lambda n: llm.generate([prompt], SamplingParams(temperature=0, max_tokens=n, ignore_eos=True), use_tqdm=False)
+            run = lambda n: llm.generate(prompts, SamplingParams(temperature=0, max_tokens=n, ignore_eos=True), use_tqdm=False)
             run(64)
             run(1)                                                  # the prompt again, now from the prefix cache
             t = {}
             for n in (1, 513):
                 torch.cuda.synchronize(); t0 = time.perf_counter(); run(n); torch.cuda.synchronize(); t[n] = time.perf_counter() - t0
             eng = llm.llm_engine
-            graph_ms = back_to_back_ms(eng.runner.graphs[1], reps=200)  # one forward, padding row, from the GPU's queue
+            graph_ms = back_to_back_ms(eng.runner.graphs[len(prompts)], reps=200)  # one forward, padding row, from the GPU's queue
             with profile(activities=[ProfilerActivity.CUDA]) as prof: run(65)
             (Path(args.out) / f"profile_batch1_{label}.txt").write_text(prof.key_averages().table(sort_by="cuda_time_total", row_limit=30))
             try: gaps = {k: v / 65 if k.endswith("us") else v for k, v in _gaps(prof).items()}
             except Exception as e: gaps = dict(error=repr(e))
-            out[label] = dict(prompt_tokens=128, decode_tokens=512, ms_per_token=(t[513] - t[1]) / 512 * 1e3,
+            out[label] = dict(prompt_tokens=128, decode_tokens=512, requests=len(prompts),
+                              ms_per_token=(t[513] - t[1]) / 512 * 1e3,                  # a step: a token each
                               prefill_plus_first_token_ms=t[1] * 1e3, num_scheduler_steps=eng.num_scheduler_steps,
                               graph_replay_ms=graph_ms, model_class=type(eng.model.model).__name__, run_ahead=ahead,
                               quantization=args.quantization, weight_bytes=eng.weight_bytes,
@@ -533,6 +534,7 @@ def main(argv=None):
     p.add_argument("--quantization", default=None, choices=("int8", "int4"), help="weights of the engine sections")
     p.add_argument("--shape", default="tinyllama", choices=("tinyllama", "llama3_8b"),
                    help="the engine sections' model: TinyLlama-1.1B's shape, or Llama-3-8B's (dummy weights either way)")
+    p.add_argument("--batch1-size", type=int, default=1, help="batch1 section: requests decoded together (1, 2, ...)")
     p.add_argument("--batch1-variants", default="small_batch,small_batch_no_ahead,small_batch_no_pdl,cublas")
     p.add_argument("--quant-tiling", default=None, help='JSON {"bits,rows,kind": tiling} over small_batch.QUANT_TILING')
     p.add_argument("--qmm-tma-rows", default=None, help="LO,HI over quant_kernels.QMM_TMA_ROWS (0,0: never through TMA)")

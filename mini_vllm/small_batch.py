@@ -220,7 +220,14 @@ QUANT_TILING = {          # chapter 05's int8 and int4 weights: (bits, rows roun
     (8, 1, "qkv"): dict(block_n=2, block_k=1024, num_warps=4),
     (8, 1, "swiglu"): dict(block_n=2, block_k=1024, num_warps=4),
     (8, 1, "narrow"): dict(block_n=8, block_k=2048, num_warps=4),
-    (8, 1, "deep"): dict(block_n=8, block_k=2048, num_warps=8)}
+    (8, 1, "deep"): dict(block_n=8, block_k=2048, num_warps=8),
+    # two rows, chosen in the model too (quant_chain_sweep.py --rows 2); int8's down and int4's gate/up keep the above
+    (8, 2, "qkv"): dict(block_n=4, block_k=512, num_warps=4),
+    (8, 2, "swiglu"): dict(block_n=4, block_k=256, num_warps=4),
+    (8, 2, "narrow"): dict(block_n=8, block_k=1024, num_warps=4),
+    (4, 2, "qkv"): dict(block_n=8, block_k=2048, num_warps=4),
+    (4, 2, "narrow"): dict(block_n=8, block_k=2048, num_warps=4),
+    (4, 2, "deep"): dict(block_n=8, block_k=2048, num_warps=4)}
 
 
 def _tiling(M, N, K, kind=None, bits=16, **over):
