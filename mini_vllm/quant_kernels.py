@@ -190,6 +190,8 @@ def rebuild(w, scales, zeros=None, group_size=None, dtype=torch.bfloat16, block_
     "The (N, K) weight in `dtype` that int8 `w` (N, K) or packed int4 `w` (N, K/2) with their scales stand for."
     N, bits = w.shape[0], _bits(w)
     K = w.shape[1] * (2 if bits == 4 else 1)
+    assert bits in (8, 4) and w.is_contiguous() and scales.is_contiguous(), "int8 or packed int4, contiguous"
+    assert scales.shape == ((N,) if bits == 8 else (N, K // group_size)), (scales.shape, N, K, group_size)
     if bits == 4: block_k = max(block_k // 2, group_size // 2)             # bytes: whole groups
     out = torch.empty(N, K, dtype=dtype, device=w.device)
     _rebuild_kernel[(triton.cdiv(N, block_n), triton.cdiv(w.shape[1], block_k))](
