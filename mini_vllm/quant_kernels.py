@@ -156,9 +156,11 @@ def qmm_tma(x, w, scales, bias=None, **tiling):
 
 def _takes_tma(x, w) -> bool:
     """Whether a layer sends this product to qmm_tma: int8, a GPU with TMA (Hopper or newer), 129-512 rows, K <= N,
-    rows that start on 16-byte boundaries (as TMA requires)."""
+    rows that start on 16-byte boundaries (as TMA requires), inputs of two bytes (QMM_TMA_TILING's stages of fp32
+    inputs would not fit in an H200's shared memory)."""
     M, K = x.shape
-    return (_bits(w) == 8 and x.is_cuda and torch.cuda.get_device_capability(x.device)[0] >= 9
+    return (_bits(w) == 8 and x.is_cuda and x.element_size() == 2
+            and torch.cuda.get_device_capability(x.device)[0] >= 9
             and QMM_TMA_ROWS[0] < M <= QMM_TMA_ROWS[1] and K <= w.shape[0] and K % 16 == 0
             and (x.stride(0) * x.element_size()) % 16 == 0 and x.data_ptr() % 16 == 0)
 
