@@ -56,7 +56,6 @@ def main():
                     else:
                         s8 = [l.scales.reshape(-1).to(torch.bfloat16) for l in qls]
                         extra["int8pack"] = list(zip([l.qweight for l in qls], s8))
-                        extra["compiled"] = extra["int8pack"]
                 except Exception as e: res["errors"][f"{shape},{name},int{bits},prep"] = repr(e)
                 for M in (int(m) for m in args.ms.split(",")):
                     x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
@@ -66,7 +65,7 @@ def main():
                                             for a in extra["tinygemm"]]
                     if "int8pack" in extra and M == 1:                     # generic kernels: one row is enough
                         ways["int8pack"] = [lambda a=a: torch._weight_int8pack_mm(x, a[0], a[1]) for a in extra["int8pack"]]
-                        ways["compiled"] = [lambda a=a: compiled(x, a[0], a[1]) for a in extra["compiled"]]
+                        ways["compiled"] = [lambda a=a: compiled(x, a[0], a[1]) for a in extra["int8pack"]]
                     ref = F.linear(x, ws[0]).float()
                     row = res["us"].setdefault(f"{shape},M={M}", {}).setdefault(f"{name},int{bits}", {})
                     for way, calls in ways.items():

@@ -3,10 +3,10 @@ registers, loads, int-to-float conversions (I2F), and the shared-memory stores a
 between the weights and the inputs costs. bf16, int8 and int4 weights (05), the gate/up projection with its norm
 and SwiGLU, one token. Run from the repo root:
   python benchmarks/sass_gemv.py > benchmarks/results/sass_gemv_sm90_<commit>.txt
-  python benchmarks/sass_gemv.py --residual
+  python benchmarks/sass_gemv.py --residual [--m-pad 2]
   python benchmarks/sass_gemv.py --qmm
 With --residual it counts instead the GEMV with a residual (no norm, no SwiGLU), int8 and int4, two and four rows of
-1,024 per chunk, by kind of instruction; with --qmm, chapter 05b's `_qmm_kernel` at QMM_TILING's tiles of 16, 128
+1,024 per chunk, by kind of instruction, for one input row or --m-pad of them; with --qmm, chapter 05b's `_qmm_kernel` at QMM_TILING's tiles of 16, 128
 and 256 rows, int8 and int4 (groups of 128), K in one share. (The conversions' rewrites were counted with `--rewrite`
 and timed with `gemv_rewrites.py` at f04db11: `git show f04db11:benchmarks/gemv_rewrites.py`.)
 """
@@ -41,6 +41,7 @@ mode = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.Raw
 group = mode.add_mutually_exclusive_group()
 group.add_argument("--residual", action="store_true", help="the GEMV with a residual, by kind of instruction")
 group.add_argument("--qmm", action="store_true", help="chapter 05b's qmm kernel at QMM_TILING's tiles")
+mode.add_argument("--m-pad", type=int, default=1, help="--residual: input rows (the kernel's M_PAD: 1, 2, 4)")
 args = mode.parse_args()
 
 if args.qmm:
@@ -60,12 +61,12 @@ if args.qmm:
     sys.exit()
 
 if args.residual:
-    print(f"triton {triton.__version__}, sm_90, _gemv_kernel with a residual, one row")
+    print(f"triton {triton.__version__}, sm_90, _gemv_kernel with a residual, {args.m_pad} input row(s)")
     for bits in (8, 4):
         for rows in (2, 4):
             types = dict(x_ptr="*bf16", w_ptr="*i8" if bits == 8 else "*u8", b_ptr="*bf16", nw_ptr="*bf16",
                          s_ptr="*bf16", z_ptr="*bf16", res_ptr="*bf16", out_ptr="*bf16", eps="fp32")
-            consts = dict(NORM=False, SILU_OUT=False, HAS_BIAS=False, HAS_RES=True, EVEN_K=True, M_PAD=1, BLOCK_N=rows,
+            consts = dict(NORM=False, SILU_OUT=False, HAS_BIAS=False, HAS_RES=True, EVEN_K=True, M_PAD=args.m_pad, BLOCK_N=rows,
                           BLOCK_K=1024, PDL=False, WBITS=bits, GROUP=128 if bits == 4 else 1, HAS_ZERO=False)
             ops, regs = sass(sb._gemv_kernel, types, consts, num_warps=4, num_stages=1)
             weights = rows * 1024 * (2 if bits == 4 else 1) * 2 // 128      # a thread's, in the two chunks compiled

@@ -129,14 +129,14 @@ def default_max_num_seqs(device: torch.device, tensor_parallel_size: int = 1) ->
 
 def auto_num_blocks(config, dtype: torch.dtype, device: torch.device, block_size: int, cap: int,
                     kv_cache_memory_bytes: int | None, gpu_memory_utilization: float, budget: int,
-                    quantized: bool = False) -> int:
-    """How many KV blocks fit the memory allowed, at most `cap`. `quantized`: the linear layers are chapter 05's,
-    which rebuild a full-precision weight for the length of a long step's product (05b): room for the largest."""
+                    rebuilt_bytes: int = 0) -> int:
+    """How many KV blocks fit the memory allowed, at most `cap`. `rebuilt_bytes`: the largest weight a quantized
+    layer (05b) rebuilds in full precision for the length of a long step's product, kept free beside activations."""
     per_block = kv_bytes_per_token(config, dtype) * block_size
     if kv_cache_memory_bytes is None and device.type == "cuda":
         free, total = torch.cuda.mem_get_info(device)          # activations of a full step, with room to spare
         activations = 4 * budget * (3 * config.hidden_size + 2 * config.intermediate_size) * dtype.itemsize + 2**30
-        if quantized: activations += 2 * config.intermediate_size * config.hidden_size * dtype.itemsize   # gate/up
+        activations += rebuilt_bytes
         kv_cache_memory_bytes = int(gpu_memory_utilization * total) - (total - free) - activations
     elif kv_cache_memory_bytes is None:
         kv_cache_memory_bytes = 2 * 2**30

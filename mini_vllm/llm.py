@@ -71,10 +71,11 @@ class LLMEngine:
                                  f"({cfg.max_position_embeddings})")
             budget = max_num_batched_tokens or (16384 if self.device.type == "cuda" else 2048)
             cap = max_num_seqs * cdiv(max_model_len or cfg.max_position_embeddings, block_size)
-            quantized = any(hasattr(m, "qweight") for m in self.model.modules())            # chapter 05's layers
+            rebuilt = max((m.out_features * m.in_features * self.dtype.itemsize       # chapter 05's layers
+                           for m in self.model.modules() if hasattr(m, "qweight")), default=0)
             num_kv_blocks = num_kv_blocks or auto_num_blocks(cfg, self.dtype, self.device, block_size, cap,
                                                              kv_cache_memory_bytes, gpu_memory_utilization, budget,
-                                                             quantized)
+                                                             rebuilt)
             self.max_model_len = max_model_len or min(cfg.max_position_embeddings, num_kv_blocks * block_size)
             self.kv = KVCacheManager(num_kv_blocks, block_size, enable_prefix_caching)
             self.cache = PagedKVCache.allocate(cfg, num_kv_blocks + 1, block_size, self.dtype, self.device)  # + scratch
