@@ -28,13 +28,8 @@ LAYERS = 22
 
 
 def rebuild_into(out, l, dtype):
-    "Chapter 05b's rebuild kernel writing into `out` (N, K) instead of a new tensor."
-    w, N, K = l.qweight, l.out_features, l.in_features
-    bn, bk = 16, 256 if l.bits == 8 else max(128, l.group_size // 2)
-    qk._rebuild_kernel[(-(-N // bn), -(-w.shape[1] // bk))](
-        w, l.scales, l.zeros if l.zeros is not None else l.scales, out, N, K, WBITS=l.bits,
-        GROUP=l.group_size if l.bits == 4 else 1, HAS_ZERO=l.zeros is not None, BLOCK_N=bn, BLOCK_K=bk)
-    return out
+    "Chapter 05b's rebuild of layer `l`'s weight, written into `out` (N, K)."
+    return qk.rebuild(l.qweight, l.scales, l.zeros, l.group_size, dtype, out=out)
 
 
 class Ahead:

@@ -188,14 +188,16 @@ def _rebuild_kernel(w_ptr, s_ptr, z_ptr, out_ptr, N, K, WBITS: tl.constexpr, GRO
 DEQUANT_MIN_M = {8: 384, 4: 256}   # by bits: rows from which a layer rebuilds its weight for cuBLAS (an H200, below)
 
 
-def rebuild(w, scales, zeros=None, group_size=None, dtype=torch.bfloat16, block_n=16, block_k=256):
-    "The (N, K) weight in `dtype` that int8 `w` (N, K) or packed int4 `w` (N, K/2) with their scales stand for."
+def rebuild(w, scales, zeros=None, group_size=None, dtype=torch.bfloat16, block_n=16, block_k=256, out=None):
+    """The (N, K) weight in `dtype` that int8 `w` (N, K) or packed int4 `w` (N, K/2) with their scales stand for,
+    written into `out` if given."""
     N, bits = w.shape[0], _bits(w)
     K = w.shape[1] * (2 if bits == 4 else 1)
     assert bits in (8, 4) and w.is_contiguous() and scales.is_contiguous(), "int8 or packed int4, contiguous"
     assert scales.shape == ((N,) if bits == 8 else (N, K // group_size)), (scales.shape, N, K, group_size)
     if bits == 4: block_k = max(block_k // 2, group_size // 2)             # bytes: whole groups
-    out = torch.empty(N, K, dtype=dtype, device=w.device)
+    if out is None: out = torch.empty(N, K, dtype=dtype, device=w.device)
+    assert out.shape == (N, K) and out.is_contiguous(), (out.shape, N, K)
     _rebuild_kernel[(triton.cdiv(N, block_n), triton.cdiv(w.shape[1], block_k))](
         w, scales, zeros if zeros is not None else scales, out, N, K, WBITS=bits, GROUP=group_size if bits == 4 else 1,
         HAS_ZERO=zeros is not None, BLOCK_N=block_n, BLOCK_K=block_k)
