@@ -30,7 +30,7 @@ def main():
     p.add_argument("--budget-s", type=float, default=240, help="stop starting new row counts after this long")
     args = p.parse_args()
     t0, dev = time.perf_counter(), "cuda"
-    qk.DEQUANT_MIN_M = {8: 1 << 40, 4: 1 << 40}                     # "kernel": never rebuild inside the layer
+    qk.DEQUANT_MIN_M = qk.DEQUANT_MIN_M_WIDE = {8: 1 << 40, 4: 1 << 40}   # "kernel": never rebuild in the layer
     torch.manual_seed(0)
     import triton
     res = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,

@@ -540,7 +540,7 @@ def main(argv=None):
     p.add_argument("--quant-tiling", default=None, help='JSON {"bits,rows,kind": tiling} over small_batch.QUANT_TILING')
     p.add_argument("--qmm-tma-rows", default=None, help="LO,HI over quant_kernels.QMM_TMA_ROWS (0,0: never through TMA)")
     p.add_argument("--dequant-min-m", type=int, default=None,
-                   help="over quant_kernels.DEQUANT_MIN_M, both formats: rows from which a layer rebuilds its weight for cuBLAS")
+                   help="over quant_kernels.DEQUANT_MIN_M and DEQUANT_MIN_M_WIDE, both formats: rows from which a layer rebuilds its weight for cuBLAS")
     p.add_argument("--qmm-tiling", default=None, help='JSON {"rows": {key: value}} over the entries of quant_kernels.QMM_TILING')
     args = p.parse_args(argv)
     global DTYPE
@@ -558,7 +558,7 @@ def main(argv=None):
         RESULTS["qmm_tma_rows"] = qk.QMM_TMA_ROWS
     if args.dequant_min_m is not None:                              # chapter 05's prompts: weight rebuilt from these rows
         from mini_vllm import quant_kernels as qk
-        qk.DEQUANT_MIN_M = {8: args.dequant_min_m, 4: args.dequant_min_m}
+        qk.DEQUANT_MIN_M = qk.DEQUANT_MIN_M_WIDE = {8: args.dequant_min_m, 4: args.dequant_min_m}
         RESULTS["dequant_min_m"] = args.dequant_min_m
     if args.qmm_tiling:                                             # a variant of chapter 05's qmm tilings
         from mini_vllm import quant_kernels as qk
