@@ -1,3 +1,5 @@
+# Run on a tree of 0afcef8 whose qmm_tma took K in shares (a variant not kept; "kernel" for int8 down went through
+# it, tma1/2/4 are qmm_tma with K in 1/2/4 shares), its dequant_crossover.py with a --tma-splits option since removed.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl > /dev/null 2>&1; export PYTHONPATH=/tmp/site
 mkdir -p $OUT/x
