@@ -20,7 +20,7 @@ with the dtype) and PNG plots into --out. `--quantization int8|int4` runs the en
 quantized weights; `--shape llama3_8b` runs them on Llama-3-8B's shape instead of TinyLlama's. Run from the repo root:
   python benchmarks/gpu_bench.py --out $OUT [--dtype float16] [--quantization int8] [--shape llama3_8b]
 """
-import argparse, json, os, sys, tempfile, time, traceback
+import argparse, hashlib, json, os, sys, tempfile, time, traceback
 from pathlib import Path
 
 import torch
@@ -407,7 +407,8 @@ def sec_batch1(args):
             run(1)                                                  # the prompt again, now from the prefix cache
             t = {}
             for n in (1, 513):
-                torch.cuda.synchronize(); t0 = time.perf_counter(); run(n); torch.cuda.synchronize(); t[n] = time.perf_counter() - t0
+                torch.cuda.synchronize(); t0 = time.perf_counter(); res = run(n); torch.cuda.synchronize(); t[n] = time.perf_counter() - t0
+            tokens = [list(r.outputs[0].token_ids) for r in res]
             eng = llm.llm_engine
             bucket = min(b for b in eng.runner.graphs if b >= len(prompts))      # the decode graph these rows replay
             graph_ms = back_to_back_ms(eng.runner.graphs[bucket], reps=200)  # one forward, padding row, from the GPU's queue
@@ -420,6 +421,7 @@ def sec_batch1(args):
                               prefill_plus_first_token_ms=t[1] * 1e3, num_scheduler_steps=eng.num_scheduler_steps,
                               graph_replay_ms=graph_ms, model_class=type(eng.model.model).__name__, run_ahead=ahead,
                               quantization=args.quantization, weight_bytes=eng.weight_bytes,
+                              tokens_sha1=hashlib.sha1(json.dumps(tokens).encode()).hexdigest(),
                               round_trips_from_step_run_ahead=eng.runner.ahead_used,
                               gpu_ms_per_token_profiled=sum(e.self_device_time_total for e in prof.key_averages()) / 1e3 / 65,
                               per_token_from_profile=gaps)
