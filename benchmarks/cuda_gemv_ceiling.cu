@@ -1,0 +1,248 @@
+// What a hand-written CUDA GEMV reaches at one token on TinyLlama's four shapes, int8 (one scale a row) and bf16:
+// a ceiling for chapter 05b's Triton GEMV, not a kernel of the package. Each warp owns R rows; each lane asks for
+// all of its 16-byte weight chunks first (R x K/512 of them for int8), then converts and multiplies them; the row's
+// sum is taken with warp shuffles. int8 becomes fp32 as in 04i's `_int8_weights` (one byte permute under 2^23's
+// exponent, one subtraction). Timed as chains of 22 launches (one weight copy per launch, so every weight comes from
+// HBM) in one CUDA graph, and as 22 layers of the four shapes, launched plainly and with PDL (each kernel asks for
+// its weights, lets the next launch, then waits for the previous one before it reads x). Build and run on the GPU:
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -o gemv_ceiling benchmarks/cuda_gemv_ceiling.cu
+//   ./gemv_ceiling > ceiling.txt
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
+    printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); exit(1); } } while (0)
+
+constexpr int LAYERS = 22;
+
+__device__ __forceinline__ uint4 ld_stream(const uint4* p) {   // read once: not kept in L1
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ float lo(uint32_t u) { return __uint_as_float(u << 16); }          // bf16 pair, element 0
+__device__ __forceinline__ float hi(uint32_t u) { return __uint_as_float(u & 0xffff0000u); }  // element 1
+
+__device__ __forceinline__ float i8(uint32_t t, uint32_t sel) {   // byte of t (top bit flipped) -> q, as fp32
+    return __uint_as_float(__byte_perm(t, 0x4B000000u, sel)) - 8388736.f;
+}
+
+__device__ __forceinline__ float dot_i8(uint32_t q, uint32_t x01, uint32_t x23, float acc) {
+    uint32_t t = q ^ 0x80808080u;
+    acc = fmaf(i8(t, 0x7440), lo(x01), acc);
+    acc = fmaf(i8(t, 0x7441), hi(x01), acc);
+    acc = fmaf(i8(t, 0x7442), lo(x23), acc);
+    return fmaf(i8(t, 0x7443), hi(x23), acc);
+}
+
+__device__ __forceinline__ float dot_bf16(uint32_t w, uint32_t x, float acc) {
+    return fmaf(lo(w), lo(x), fmaf(hi(w), hi(x), acc));
+}
+
+// y[n] = scale[n] * sum_k W[n, k] x[k]; W int8 (BITS 8) or bf16 (16), rows of K, N a multiple of WARPS * R.
+template <int K, int R, int WARPS, int BITS, bool PDL>
+__global__ void __launch_bounds__(WARPS * 32) gemv(const uint4* __restrict__ w, const float* __restrict__ scale,
+                                                   const uint4* __restrict__ x, __nv_bfloat16* __restrict__ y) {
+    constexpr int PER = BITS == 8 ? 16 : 8;        // weights in 16 bytes
+    constexpr int VPR = K / PER;                   // 16-byte chunks a row
+    static_assert(VPR % 32 == 0, "a row in whole warp-wide chunks");
+    constexpr int IT = VPR / 32;
+    const int lane = threadIdx.x & 31;
+    const int row0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R;
+    uint4 c[R][IT];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int i = 0; i < IT; ++i) c[r][i] = ld_stream(w + (size_t)(row0 + r) * VPR + i * 32 + lane);
+    if (PDL) {
+        asm volatile("griddepcontrol.launch_dependents;");
+        asm volatile("griddepcontrol.wait;" ::: "memory");
+    }
+    float acc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = 0.f;
+#pragma unroll
+    for (int i = 0; i < IT; ++i) {
+        const int v = i * 32 + lane;
+        if (BITS == 8) {
+            const uint4 xa = __ldg(x + 2 * v), xb = __ldg(x + 2 * v + 1);   // the 16 inputs of chunk v
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                acc[r] = dot_i8(c[r][i].x, xa.x, xa.y, acc[r]);
+                acc[r] = dot_i8(c[r][i].y, xa.z, xa.w, acc[r]);
+                acc[r] = dot_i8(c[r][i].z, xb.x, xb.y, acc[r]);
+                acc[r] = dot_i8(c[r][i].w, xb.z, xb.w, acc[r]);
+            }
+        } else {
+            const uint4 xa = __ldg(x + v);
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                acc[r] = dot_bf16(c[r][i].x, xa.x, acc[r]);
+                acc[r] = dot_bf16(c[r][i].y, xa.y, acc[r]);
+                acc[r] = dot_bf16(c[r][i].z, xa.z, acc[r]);
+                acc[r] = dot_bf16(c[r][i].w, xa.w, acc[r]);
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
+        if (lane == 0) y[row0 + r] = __float2bfloat16(BITS == 8 ? acc[r] * scale[row0 + r] : acc[r]);
+    }
+}
+
+typedef void (*Kernel)(const uint4*, const float*, const uint4*, __nv_bfloat16*);
+
+struct Config { const char* name; int K, R, warps, bits; Kernel k, k_pdl; };
+
+#define CFG(K, R, W, B) Config{#K " R" #R " w" #W " b" #B, K, R, W, B, gemv<K, R, W, B, false>, gemv<K, R, W, B, true>}
+static const Config CONFIGS[] = {
+    CFG(2048, 1, 4, 8), CFG(2048, 2, 4, 8), CFG(2048, 4, 4, 8), CFG(2048, 1, 8, 8), CFG(2048, 2, 8, 8),
+    CFG(2048, 4, 8, 8), CFG(2048, 8, 4, 8),
+    CFG(5632, 1, 4, 8), CFG(5632, 2, 4, 8), CFG(5632, 1, 8, 8), CFG(5632, 2, 8, 8), CFG(5632, 4, 4, 8),
+    CFG(2048, 1, 4, 16), CFG(2048, 2, 4, 16), CFG(2048, 4, 4, 16), CFG(2048, 1, 8, 16), CFG(2048, 2, 8, 16),
+    CFG(2048, 4, 8, 16),
+    CFG(5632, 1, 4, 16), CFG(5632, 2, 4, 16), CFG(5632, 1, 8, 16), CFG(5632, 2, 8, 16),
+};
+
+struct Shape { const char* name; int N, K; };
+static const Shape SHAPES[] = {{"qkv", 2560, 2048}, {"o", 2048, 2048}, {"gate_up", 11264, 2048}, {"down", 2048, 5632}};
+
+struct Mat { void* w; float* s; int N, K, bits; };
+
+static Mat make(int N, int K, int bits, uint32_t seed) {
+    Mat m{nullptr, nullptr, N, K, bits};
+    size_t bytes = (size_t)N * K * bits / 8;
+    std::vector<uint8_t> h(bytes);
+    uint32_t st = seed * 2654435761u + 1;
+    for (size_t i = 0; i < bytes; ++i) { st = st * 1664525u + 1013904223u; h[i] = st >> 24; }
+    if (bits == 16) for (size_t i = 1; i < bytes; i += 2) h[i] = 0x3C + (h[i] & 1) + ((h[i] & 0x80));  // |w| ~ 0.01
+    CK(cudaMalloc(&m.w, bytes));
+    CK(cudaMemcpy(m.w, h.data(), bytes, cudaMemcpyHostToDevice));
+    std::vector<float> s(N);
+    for (int n = 0; n < N; ++n) s[n] = 1e-3f * (1 + n % 7);
+    CK(cudaMalloc(&m.s, N * sizeof(float)));
+    CK(cudaMemcpy(m.s, s.data(), N * sizeof(float), cudaMemcpyHostToDevice));
+    return m;
+}
+
+static void launch(const Config& c, const Mat& m, const void* x, __nv_bfloat16* y, cudaStream_t st, bool pdl = false) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(m.N / (c.warps * c.R));
+    cfg.blockDim = dim3(c.warps * 32);
+    cfg.stream = st;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = pdl ? 1 : 0;
+    CK(cudaLaunchKernelEx(&cfg, pdl ? c.k_pdl : c.k, (const uint4*)m.w, (const float*)m.s, (const uint4*)x, y));
+}
+
+static float bf(uint16_t u) { uint32_t v = (uint32_t)u << 16; float f; memcpy(&f, &v, 4); return f; }
+
+// The largest relative error of one launch against a double-precision sum on the host.
+static double check(const Config& c, const Mat& m, const void* x, __nv_bfloat16* y, const std::vector<uint16_t>& hx) {
+    launch(c, m, x, y, 0);
+    CK(cudaDeviceSynchronize());
+    size_t bytes = (size_t)m.N * m.K * m.bits / 8;
+    std::vector<uint8_t> hw(bytes);
+    std::vector<float> hs(m.N);
+    std::vector<uint16_t> hy(m.N);
+    CK(cudaMemcpy(hw.data(), m.w, bytes, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(hs.data(), m.s, m.N * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(hy.data(), y, m.N * 2, cudaMemcpyDeviceToHost));
+    double worst = 0, scale = 0;
+    std::vector<double> ref(m.N);
+    for (int n = 0; n < m.N; ++n) {
+        double a = 0;
+        for (int k = 0; k < m.K; ++k) {
+            double wv = m.bits == 8 ? (double)(int8_t)hw[(size_t)n * m.K + k]
+                                    : bf(((uint16_t*)hw.data())[(size_t)n * m.K + k]);
+            a += wv * bf(hx[k]);
+        }
+        ref[n] = m.bits == 8 ? a * hs[n] : a;
+        scale = fmax(scale, fabs(ref[n]));
+    }
+    for (int n = 0; n < m.N; ++n) worst = fmax(worst, fabs(bf(hy[n]) - ref[n]) / scale);
+    return worst;
+}
+
+// Microseconds a launch (or a layer) of a graph of `calls` launches, the median of 5 x 50 replays.
+template <class F> static double graph_us(F record, int calls) {
+    cudaStream_t st; CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    cudaGraph_t g; cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    record(st);
+    CK(cudaStreamEndCapture(st, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    for (int i = 0; i < 10; ++i) CK(cudaGraphLaunch(ge, st));
+    cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+    std::vector<double> t;
+    for (int rep = 0; rep < 5; ++rep) {
+        CK(cudaEventRecord(a, st));
+        for (int i = 0; i < 50; ++i) CK(cudaGraphLaunch(ge, st));
+        CK(cudaEventRecord(b, st));
+        CK(cudaEventSynchronize(b));
+        float ms; CK(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(ms * 1000.0 / 50 / calls);
+    }
+    std::sort(t.begin(), t.end());
+    CK(cudaGraphExecDestroy(ge)); CK(cudaGraphDestroy(g)); CK(cudaStreamDestroy(st));
+    return t[2];
+}
+
+int main() {
+    cudaDeviceProp p; CK(cudaGetDeviceProperties(&p, 0));
+    printf("device %s, %d SMs\n", p.name, p.multiProcessorCount);
+    std::vector<uint16_t> hx(5632);
+    uint32_t st = 7;
+    for (auto& v : hx) { st = st * 1664525u + 1013904223u; v = 0x3D00 + (st >> 25) + ((st >> 16) & 0x8000); }
+    void* x; CK(cudaMalloc(&x, hx.size() * 2)); CK(cudaMemcpy(x, hx.data(), hx.size() * 2, cudaMemcpyHostToDevice));
+    __nv_bfloat16* y; CK(cudaMalloc(&y, 11264 * 2));
+    for (int bits : {8, 16}) {
+        std::vector<std::vector<Mat>> mats(4);                  // [shape][layer]
+        for (int s = 0; s < 4; ++s)
+            for (int l = 0; l < LAYERS; ++l) mats[s].push_back(make(SHAPES[s].N, SHAPES[s].K, bits, 100 * s + l));
+        const Config* best[4] = {};
+        double best_us[4] = {1e9, 1e9, 1e9, 1e9};
+        for (int s = 0; s < 4; ++s) {
+            const Shape& sh = SHAPES[s];
+            double mb = (double)sh.N * sh.K * bits / 8 / 1e6;
+            for (const Config& c : CONFIGS) {
+                if (c.K != sh.K || c.bits != bits || sh.N % (c.warps * c.R)) continue;
+                double err = check(c, mats[s][0], x, y, hx);
+                double us = graph_us([&](cudaStream_t stream) {
+                    for (int l = 0; l < LAYERS; ++l) launch(c, mats[s][l], x, y, stream); }, LAYERS);
+                printf("bits %2d %-8s %-18s %7.2f us  %6.2f TB/s  err %.1e%s\n", bits, sh.name, c.name, us,
+                       mb / us, err, err > 2e-2 ? "  WRONG" : "");
+                if (err <= 2e-2 && us < best_us[s]) { best_us[s] = us; best[s] = &c; }
+            }
+        }
+        for (bool pdl : {false, true}) {
+            double layer = graph_us([&](cudaStream_t stream) {
+                for (int l = 0; l < LAYERS; ++l)
+                    for (int s = 0; s < 4; ++s) launch(*best[s], mats[s][l], x, y, stream, pdl); }, LAYERS);
+            printf("bits %2d%s layer (best of each shape, 22 layers in one graph): %.2f us a layer; alone:", bits,
+                   pdl ? " PDL" : "", layer);
+            for (int s = 0; s < 4; ++s) {
+                double us = graph_us([&](cudaStream_t stream) {
+                    for (int l = 0; l < LAYERS; ++l) launch(*best[s], mats[s][l], x, y, stream, pdl); }, LAYERS);
+                printf(" %s %.2f (%s)", SHAPES[s].name, us, best[s]->name);
+            }
+            printf("\n");
+        }
+        for (auto& v : mats) for (auto& m : v) { CK(cudaFree(m.w)); CK(cudaFree(m.s)); }
+    }
+    return 0;
+}
