@@ -76,11 +76,11 @@ def graph_us(fn, reps=30, rounds=3) -> float:
     return best * 1e3 / LAYERS
 
 
-def configs(name: str, rows: int = 1, warps=(4, 8), block_k=None):
+def configs(name: str, rows: int = 1, warps=(4, 8), block_k=None, block_n=None):
     "Rows per program (gate/up: pairs), chunk of weights, warps: smaller chunks for more input rows."
     K = SHAPES[name][1]
     block_k = block_k or ((1024, 2048, 8192) if rows == 1 else (256, 512, 1024, 2048))
-    for bn, bk, warps in itertools.product((1, 2, 4, 8), block_k, warps):
+    for bn, bk, warps in itertools.product(block_n or (1, 2, 4, 8), block_k, warps):
         if (name == "qkv" and bn < 2) or bk > 2 * K: continue
         yield dict(block_n=bn, block_k=bk, num_warps=warps)
 
@@ -93,6 +93,7 @@ def main():
     p.add_argument("--table-only", default="", help="formats timed with the table's tilings only")
     p.add_argument("--warps", default="4,8", help="warps a program, tried for every shape")
     p.add_argument("--block-k", default="", help="chunks of weights tried (default: by --rows)")
+    p.add_argument("--block-n", default="", help="rows a program tried (default: 1, 2, 4, 8)")
     args = p.parse_args()
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
     res = {"env": {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "command": " ".join(sys.argv),
@@ -107,7 +108,8 @@ def main():
             continue
         for name in SHAPES:
             for c in configs(name, args.rows, [int(w) for w in args.warps.split(",")],
-                               [int(b) for b in args.block_k.split(",") if b]):
+                               [int(b) for b in args.block_k.split(",") if b],
+                               [int(b) for b in args.block_n.split(",") if b]):
                 key = f"{name} bn{c['block_n']} bk{c['block_k']} w{c['num_warps']}"
                 try: r[key] = graph_us(lambda: run({name: c}))
                 except Exception as e: r[key] = repr(e)[:200]; continue
