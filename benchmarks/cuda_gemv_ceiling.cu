@@ -21,36 +21,9 @@
 #include <functional>
 #include <vector>
 
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-    printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); exit(1); } } while (0)
+#include "cuda_gemv.cuh"
 
 constexpr int LAYERS = 22;
-
-__device__ __forceinline__ uint4 ld_stream(const uint4* p) {   // read once: not kept in L1
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-    return v;
-}
-
-__device__ __forceinline__ float lo(uint32_t u) { return __uint_as_float(u << 16); }          // bf16 pair, element 0
-__device__ __forceinline__ float hi(uint32_t u) { return __uint_as_float(u & 0xffff0000u); }  // element 1
-
-__device__ __forceinline__ float i8(uint32_t t, uint32_t sel) {   // byte of t (top bit flipped) -> q, as fp32
-    return __uint_as_float(__byte_perm(t, 0x4B000000u, sel)) - 8388736.f;
-}
-
-__device__ __forceinline__ float dot_i8(uint32_t q, uint32_t x01, uint32_t x23, float acc) {
-    uint32_t t = q ^ 0x80808080u;
-    acc = fmaf(i8(t, 0x7440), lo(x01), acc);
-    acc = fmaf(i8(t, 0x7441), hi(x01), acc);
-    acc = fmaf(i8(t, 0x7442), lo(x23), acc);
-    return fmaf(i8(t, 0x7443), hi(x23), acc);
-}
-
-__device__ __forceinline__ float dot_bf16(uint32_t w, uint32_t x, float acc) {
-    return fmaf(lo(w), lo(x), fmaf(hi(w), hi(x), acc));
-}
 
 // y[n] = scale[n] * sum_k W[n, k] x[k]; W int8 (BITS 8) or bf16 (16), rows of K, N a multiple of WARPS * R.
 template <int K, int R, int WARPS, int BITS, bool PDL>
@@ -76,35 +49,8 @@ __global__ void __launch_bounds__(WARPS * 32) gemv(const uint4* __restrict__ w, 
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.f;
-#pragma unroll
-    for (int i = 0; i < IT; ++i) {
-        const int v = i * 32 + lane;
-        if (BITS == 8) {
-            const uint4 xa = __ldg(x + 2 * v), xb = __ldg(x + 2 * v + 1);   // the 16 inputs of chunk v
-#pragma unroll
-            for (int r = 0; r < R; ++r) {
-                acc[r] = dot_i8(c[r][i].x, xa.x, xa.y, acc[r]);
-                acc[r] = dot_i8(c[r][i].y, xa.z, xa.w, acc[r]);
-                acc[r] = dot_i8(c[r][i].z, xb.x, xb.y, acc[r]);
-                acc[r] = dot_i8(c[r][i].w, xb.z, xb.w, acc[r]);
-            }
-        } else {
-            const uint4 xa = __ldg(x + v);
-#pragma unroll
-            for (int r = 0; r < R; ++r) {
-                acc[r] = dot_bf16(c[r][i].x, xa.x, acc[r]);
-                acc[r] = dot_bf16(c[r][i].y, xa.y, acc[r]);
-                acc[r] = dot_bf16(c[r][i].z, xa.z, acc[r]);
-                acc[r] = dot_bf16(c[r][i].w, xa.w, acc[r]);
-            }
-        }
-    }
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
-        if (lane == 0 && row0 + r < N) y[row0 + r] = __float2bfloat16(BITS == 8 ? acc[r] * scale[row0 + r] : acc[r]);
-    }
+    rows_dot<R, IT, BITS>(c, x, lane, acc);
+    rows_store<R, BITS>(acc, y, scale, row0, N, lane);
 }
 
 // The handover alone: a kernel that reads the K inputs in every warp, as the GEMV does, and writes one output a
@@ -178,19 +124,7 @@ __global__ void __launch_bounds__(WARPS * 32, 2) gemv_ahead(const uint4* __restr
             c[i] = r < pre ? ws[r * VPR + i * 32 + lane] : ld_stream(w + (size_t)(first + r) * VPR + i * 32 + lane);
         float acc = 0.f;
 #pragma unroll
-        for (int i = 0; i < IT; ++i) {
-            if (BITS == 8) {
-                acc = dot_i8(c[i].x, xr[i][0].x, xr[i][0].y, acc);
-                acc = dot_i8(c[i].y, xr[i][0].z, xr[i][0].w, acc);
-                acc = dot_i8(c[i].z, xr[i][1].x, xr[i][1].y, acc);
-                acc = dot_i8(c[i].w, xr[i][1].z, xr[i][1].w, acc);
-            } else {
-                acc = dot_bf16(c[i].x, xr[i][0].x, acc);
-                acc = dot_bf16(c[i].y, xr[i][0].y, acc);
-                acc = dot_bf16(c[i].z, xr[i][0].z, acc);
-                acc = dot_bf16(c[i].w, xr[i][0].w, acc);
-            }
-        }
+        for (int i = 0; i < IT; ++i) acc = chunk_dot<BITS>(c[i], xr[i][0], xr[i][BITS == 8 ? 1 : 0], acc);
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
         if (lane == 0) y[first + r] = __float2bfloat16(BITS == 8 ? acc * scale[first + r] : acc);
@@ -300,30 +234,6 @@ static double check(const std::function<void()>& run, const Mat& m, const void* 
     }
     for (int n = 0; n < m.N; ++n) worst = fmax(worst, fabs(bf(hy[n]) - ref[n]) / scale);
     return worst;
-}
-
-// Microseconds a launch (or a layer) of a graph of `calls` launches, the median of 5 x 50 replays.
-template <class F> static double graph_us(F record, int calls) {
-    cudaStream_t st; CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-    cudaGraph_t g; cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-    record(st);
-    CK(cudaStreamEndCapture(st, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    for (int i = 0; i < 10; ++i) CK(cudaGraphLaunch(ge, st));
-    cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-    std::vector<double> t;
-    for (int rep = 0; rep < 5; ++rep) {
-        CK(cudaEventRecord(a, st));
-        for (int i = 0; i < 50; ++i) CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(b, st));
-        CK(cudaEventSynchronize(b));
-        float ms; CK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms * 1000.0 / 50 / calls);
-    }
-    std::sort(t.begin(), t.end());
-    CK(cudaGraphExecDestroy(ge)); CK(cudaGraphDestroy(g)); CK(cudaStreamDestroy(st));
-    return t[2];
 }
 
 int main() {

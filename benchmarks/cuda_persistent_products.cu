@@ -16,35 +16,12 @@
 #include <cstring>
 #include <vector>
 
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-    printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); exit(1); } } while (0)
+#include "cuda_gemv.cuh"
 
 constexpr int LAYERS = 22, SHAPES = 4;
 constexpr int NS[SHAPES] = {2560, 2048, 11264, 2048}, KS[SHAPES] = {2048, 2048, 2048, 5632};
 
 struct Phase { const uint4* w; const float* s; int N; };
-
-__device__ __forceinline__ uint4 ld_stream(const uint4* p) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-    return v;
-}
-__device__ __forceinline__ float lo(uint32_t u) { return __uint_as_float(u << 16); }
-__device__ __forceinline__ float hi(uint32_t u) { return __uint_as_float(u & 0xffff0000u); }
-__device__ __forceinline__ float i8(uint32_t t, uint32_t sel) {
-    return __uint_as_float(__byte_perm(t, 0x4B000000u, sel)) - 8388736.f;
-}
-__device__ __forceinline__ float dot_i8(uint32_t q, uint32_t x01, uint32_t x23, float acc) {
-    uint32_t t = q ^ 0x80808080u;
-    acc = fmaf(i8(t, 0x7440), lo(x01), acc);
-    acc = fmaf(i8(t, 0x7441), hi(x01), acc);
-    acc = fmaf(i8(t, 0x7442), lo(x23), acc);
-    return fmaf(i8(t, 0x7443), hi(x23), acc);
-}
-__device__ __forceinline__ float dot_bf16(uint32_t w, uint32_t x, float acc) {
-    return fmaf(lo(w), lo(x), fmaf(hi(w), hi(x), acc));
-}
 
 // Block-wide arrival on the grid's counter (after this block's stores), and the wait for `target` arrivals. FENCE:
 // a full fence, then the add; else one add with release semantics (which covers the block's stores, ordered before
@@ -89,25 +66,10 @@ __device__ void phase(const Phase& p, const uint4* x, __nv_bfloat16* y, int gw, 
 #pragma unroll
         for (int i = 0; i < IT; ++i) {
             const int v = i * 32 + lane;
-            if (BITS == 8) {
-                const uint4 xa = __ldcg(x + 2 * v), xb = __ldcg(x + 2 * v + 1);
+            const uint4 xa = __ldcg(x + (BITS == 8 ? 2 * v : v));
+            const uint4 xb = BITS == 8 ? __ldcg(x + 2 * v + 1) : xa;
 #pragma unroll
-                for (int r = 0; r < G; ++r) {
-                    acc[r] = dot_i8(c[r][i].x, xa.x, xa.y, acc[r]);
-                    acc[r] = dot_i8(c[r][i].y, xa.z, xa.w, acc[r]);
-                    acc[r] = dot_i8(c[r][i].z, xb.x, xb.y, acc[r]);
-                    acc[r] = dot_i8(c[r][i].w, xb.z, xb.w, acc[r]);
-                }
-            } else {
-                const uint4 xa = __ldcg(x + v);
-#pragma unroll
-                for (int r = 0; r < G; ++r) {
-                    acc[r] = dot_bf16(c[r][i].x, xa.x, acc[r]);
-                    acc[r] = dot_bf16(c[r][i].y, xa.y, acc[r]);
-                    acc[r] = dot_bf16(c[r][i].z, xa.z, acc[r]);
-                    acc[r] = dot_bf16(c[r][i].w, xa.w, acc[r]);
-                }
-            }
+            for (int r = 0; r < G; ++r) acc[r] = chunk_dot<BITS>(c[r][i], xa, xb, acc[r]);
         }
 #pragma unroll
         for (int r = 0; r < G; ++r) {
@@ -221,26 +183,10 @@ int main() {
             double worst = 0, scale = 0;
             for (int i = 0; i < 2048; ++i) scale = std::max(scale, fabs(xr[i]));
             for (int i = 0; i < 2048; ++i) worst = std::max(worst, fabs(bf(out[i]) - xr[i]) / scale);
-            cudaStream_t s; CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-            cudaGraph_t g; cudaGraphExec_t ge;
-            CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-            run(s, LAYERS * SHAPES);
-            CK(cudaStreamEndCapture(s, &g)); CK(cudaGraphInstantiate(&ge, g, 0));
-            for (int i = 0; i < 10; ++i) CK(cudaGraphLaunch(ge, s));
-            cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-            std::vector<double> t;
-            for (int rep = 0; rep < 5; ++rep) {
-                CK(cudaEventRecord(a, s));
-                for (int i = 0; i < 50; ++i) CK(cudaGraphLaunch(ge, s));
-                CK(cudaEventRecord(b, s)); CK(cudaEventSynchronize(b));
-                float ms; CK(cudaEventElapsedTime(&ms, a, b));
-                t.push_back(ms * 1000.0 / 50 / LAYERS);
-            }
-            std::sort(t.begin(), t.end());
+            const double us = graph_us([&](cudaStream_t s) { run(s, LAYERS * SHAPES); }, LAYERS);
             printf("bits %2d %-10s %d blocks of %2d warps: %6.2f us a layer (22 layers, one launch)  layer 0 err %.1e%s\n",
-                   bits, v.name, grid, v.warps, t[2], worst, worst > 3e-2 ? "  WRONG" : "");
+                   bits, v.name, grid, v.warps, us, worst, worst > 3e-2 ? "  WRONG" : "");
             fflush(stdout);
-            CK(cudaGraphExecDestroy(ge)); CK(cudaGraphDestroy(g)); CK(cudaStreamDestroy(s));
         }
         for (auto& p : ph) { CK(cudaFree((void*)p.w)); CK(cudaFree((void*)p.s)); }
         CK(cudaFree(dph));
