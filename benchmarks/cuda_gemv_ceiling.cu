@@ -25,7 +25,7 @@
 
 constexpr int LAYERS = 22;
 
-// y[n] = scale[n] * sum_k W[n, k] x[k]; W int8 (BITS 8) or bf16 (16), rows of K, N a multiple of WARPS * R.
+// y[n] = scale[n] * sum_k W[n, k] x[k] for n < N; W int8 (BITS 8) or bf16 (16), rows of K.
 template <int K, int R, int WARPS, int BITS, bool PDL>
 __global__ void __launch_bounds__(WARPS * 32) gemv(const uint4* __restrict__ w, const float* __restrict__ scale,
                                                    const uint4* __restrict__ x, __nv_bfloat16* __restrict__ y,
