@@ -14,6 +14,8 @@ rows_cfg = [  # (label, bits, NORM, SILU, RES, BLOCK_N, BLOCK_K(stored), warps)
     ("bf16 gate/up (2 pairs x 1024, 4 w)", 16, True, True, False, 2, 1024, 4),
     ("bf16 down (4 x 2048, 8 w)", 16, False, False, True, 4, 2048, 8),
     ("int4 o (4 x 1024 bytes, 4 w)", 4, False, False, True, 4, 1024, 4),
+    ("int8 o (16 x 2048, 8 w)", 8, False, False, True, 16, 2048, 8),
+    ("int8 o (32 x 2048, 8 w)", 8, False, False, True, 32, 2048, 8),
 ]
 for label, bits, norm, silu, res, bn, bk, w in rows_cfg:
     wt = {8: "*i8", 4: "*u8", 16: bf}[bits]
@@ -22,4 +24,5 @@ for label, bits, norm, silu, res, bn, bk, w in rows_cfg:
                   BLOCK_K=bk, PDL=True, WBITS=bits, GROUP=128 if bits == 4 else 1, HAS_ZERO=False)
     ops, regs = sass(sb._gemv_kernel, types, consts, num_warps=w, num_stages=1)
     c = lambda p: sum(v for k, v in ops.items() if k.startswith(p))
-    print(f"{label}: {regs} regs, {sum(ops.values())} instr, BAR {c('BAR')}, STS {c('STS')}, SHFL {c('SHFL')}", flush=True)
+    print(f"{label}: {regs} regs, {sum(ops.values())} instr, BAR {c('BAR')}, STS {c('STS')}, SHFL {c('SHFL')}, "
+          f"STL {c('STL')}", flush=True)
