@@ -8,10 +8,35 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
     printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); exit(1); } } while (0)
+
+// k<<<grid, block, smem, st>>>(args...), with PDL when `pdl` (the next kernel may launch before this one ends; it
+// waits for it with griddepcontrol.wait).
+template <class... Params, class... Args>
+static void launch_k(void (*k)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t st, bool pdl,
+                     Args... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid; cfg.blockDim = block; cfg.dynamicSmemBytes = smem; cfg.stream = st;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at; cfg.numAttrs = pdl ? 1 : 0;
+    CK(cudaLaunchKernelEx(&cfg, k, args...));
+}
+
+// A bf16 number's value, on the host.
+static float bf(uint16_t u) { uint32_t v = (uint32_t)u << 16; float f; memcpy(&f, &v, 4); return f; }
+
+// n bf16 numbers of random sign and mantissa, their top bits `base` (0x3F00: |v| in [0.5, 1)), from the generator st.
+static std::vector<uint16_t> random_bf16(int n, uint16_t base, uint32_t& st) {
+    std::vector<uint16_t> h(n);
+    for (auto& v : h) { st = st * 1664525u + 1013904223u; v = base + (st >> 25) + ((st >> 16) & 0x8000); }
+    return h;
+}
 
 // Microseconds a launch (or a layer) of a graph of `calls` launches, the median of 5 x 50 replays.
 template <class F> static double graph_us(F record, int calls) {

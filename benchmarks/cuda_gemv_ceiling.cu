@@ -176,17 +176,8 @@ static Mat make(int N, int K, int bits, uint32_t seed) {
 }
 
 static void launch(const Config& c, const Mat& m, const void* x, __nv_bfloat16* y, cudaStream_t st, bool pdl = false) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((m.N + c.warps * c.R - 1) / (c.warps * c.R));
-    cfg.blockDim = dim3(c.warps * 32);
-    cfg.stream = st;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = pdl ? 1 : 0;
-    CK(cudaLaunchKernelEx(&cfg, pdl ? c.k_pdl : c.k, (const uint4*)m.w, (const float*)m.s, (const uint4*)x, y,
-                              m.N));
+    launch_k(pdl ? c.k_pdl : c.k, dim3((m.N + c.warps * c.R - 1) / (c.warps * c.R)), dim3(c.warps * 32), 0, st, pdl,
+             (const uint4*)m.w, (const float*)m.s, (const uint4*)x, y, m.N);
 }
 
 // One product with its weights asked for ahead: `blocks` blocks, at most `budget` bytes of shared memory each.
@@ -195,18 +186,9 @@ static void launch_ahead(const Mat& m, const void* x, __nv_bfloat16* y, cudaStre
     const int pre = std::min(rows_per_block, budget / row_bytes);
     AheadKernel k = m.bits == 8 ? ahead_kernel<8>(m.K) : ahead_kernel<16>(m.K);
     const int smem = std::max(pre * row_bytes, 16);
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((m.N + rows_per_block - 1) / rows_per_block); cfg.blockDim = dim3(256);
-    cfg.dynamicSmemBytes = smem; cfg.stream = st;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = at; cfg.numAttrs = 1;
-    CK(cudaLaunchKernelEx(&cfg, k, (const uint4*)m.w, (const float*)m.s, (const uint4*)x, y, m.N, rows_per_block,
-                          pre));
+    launch_k(k, dim3((m.N + rows_per_block - 1) / rows_per_block), dim3(256), smem, st, true, (const uint4*)m.w,
+             (const float*)m.s, (const uint4*)x, y, m.N, rows_per_block, pre);
 }
-
-static float bf(uint16_t u) { uint32_t v = (uint32_t)u << 16; float f; memcpy(&f, &v, 4); return f; }
 
 // The largest relative error of one launch against a double-precision sum on the host.
 static double check(const std::function<void()>& run, const Mat& m, const void* x, __nv_bfloat16* y,
@@ -239,9 +221,8 @@ static double check(const std::function<void()>& run, const Mat& m, const void* 
 int main() {
     cudaDeviceProp p; CK(cudaGetDeviceProperties(&p, 0));
     printf("device %s, %d SMs\n", p.name, p.multiProcessorCount);
-    std::vector<uint16_t> hx(5632);
     uint32_t st = 7;
-    for (auto& v : hx) { st = st * 1664525u + 1013904223u; v = 0x3D00 + (st >> 25) + ((st >> 16) & 0x8000); }
+    std::vector<uint16_t> hx = random_bf16(5632, 0x3D00, st);    // |x| ~ 2^-5
     void* x; CK(cudaMalloc(&x, hx.size() * 2)); CK(cudaMemcpy(x, hx.data(), hx.size() * 2, cudaMemcpyHostToDevice));
     __nv_bfloat16* y; CK(cudaMalloc(&y, 11264 * 2));
     for (int bits : {8, 16}) {
@@ -323,13 +304,8 @@ int main() {
     const int grid[4] = {640, 256, 1408, 512}, warps[4] = {4, 8, 4, 4};
     for (bool pdl : {false, true}) {
         auto one = [&](int s, cudaStream_t stream) {
-            cudaLaunchConfig_t cfg = {};
-            cfg.gridDim = dim3(grid[s]); cfg.blockDim = dim3(warps[s] * 32); cfg.stream = stream;
-            cudaLaunchAttribute at[1];
-            at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-            at[0].val.programmaticStreamSerializationAllowed = 1;
-            cfg.attrs = at; cfg.numAttrs = pdl ? 1 : 0;
-            CK(cudaLaunchKernelEx(&cfg, pdl ? handover<true> : handover<false>, (const uint4*)x, y, SHAPES[s].K));
+            launch_k(pdl ? handover<true> : handover<false>, dim3(grid[s]), dim3(warps[s] * 32), 0, stream, pdl,
+                     (const uint4*)x, y, SHAPES[s].K);
         };
         double layer = graph_us([&](cudaStream_t stream) {
             for (int l = 0; l < LAYERS; ++l) for (int s = 0; s < 4; ++s) one(s, stream); }, LAYERS);

@@ -102,7 +102,6 @@ __global__ void products(const Phase* __restrict__ phases, int n, const uint4* x
 }
 
 // Host side ------------------------------------------------------------------------------------------------------
-static float bf(uint16_t u) { uint32_t v = (uint32_t)u << 16; float f; memcpy(&f, &v, 4); return f; }
 static uint16_t to_bf(double d) {
     float f = (float)d; uint32_t v; memcpy(&v, &f, 4);
     return (uint16_t)((v + 0x7FFF + ((v >> 16) & 1)) >> 16);
@@ -113,9 +112,8 @@ struct Host { std::vector<uint8_t> w; std::vector<float> s; };
 int main() {
     cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
     printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
-    std::vector<uint16_t> hx(2048);
     uint32_t st = 7;
-    for (auto& v : hx) { st = st * 1664525u + 1013904223u; v = 0x3F00 + (st >> 25) + ((st >> 16) & 0x8000); }
+    std::vector<uint16_t> hx = random_bf16(2048, 0x3F00, st);    // |x| ~ 0.5
     void* x0; CK(cudaMalloc(&x0, 2048 * 2)); CK(cudaMemcpy(x0, hx.data(), 4096, cudaMemcpyHostToDevice));
     __nv_bfloat16 *b0, *b1; CK(cudaMalloc(&b0, 11264 * 2)); CK(cudaMalloc(&b1, 11264 * 2));
     unsigned* count; CK(cudaMalloc(&count, 4));
@@ -172,9 +170,8 @@ int main() {
             int grid = per_sm * prop.multiProcessorCount;     // all resident at once (nothing else runs)
             auto run = [&](cudaStream_t s, int n) {
                 CK(cudaMemsetAsync(count, 0, 4, s));
-                cudaLaunchConfig_t cfg = {};
-                cfg.gridDim = dim3(grid); cfg.blockDim = dim3(v.warps * 32); cfg.stream = s;
-                CK(cudaLaunchKernelEx(&cfg, v.k, (const Phase*)dph, n, (const uint4*)x0, b0, b1, count));
+                launch_k(v.k, dim3(grid), dim3(v.warps * 32), 0, s, false, (const Phase*)dph, n, (const uint4*)x0, b0,
+                         b1, count);
             };
             run(0, SHAPES);                               // layer 0 alone: the check
             CK(cudaDeviceSynchronize());

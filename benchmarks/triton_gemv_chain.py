@@ -43,30 +43,30 @@ def main():
     torch.manual_seed(0)
     xs = {K: torch.randn(1, K, device="cuda", dtype=DT) * 0.1 for K in (2048, 5632)}
     res = {"device": torch.cuda.get_device_name(), "us": {}}
-    for fmt, pdl in (("int8", False), ("int8", True), ("bf16", False), ("bf16", True), ("cublas", False)):
+    outs = {K: torch.empty(1, 11264, device="cuda", dtype=DT) for K in (2048, 5632)}
+    # each set of weights built once: int8 for the GEMV, bf16 for the GEMV and for cuBLAS
+    for weights, variants in (("int8", (("int8", False), ("int8", True))),
+                              ("bf16", (("bf16", False), ("bf16", True), ("cublas", False)))):
         mats = {}
         for name, (N, K) in SHAPES.items():
             mats[name] = []
             for _ in range(LAYERS):
                 lin = torch.nn.Linear(K, N, bias=False, device="cuda", dtype=DT)
                 torch.nn.init.normal_(lin.weight, std=0.02)
-                if fmt == "int8":
+                if weights == "int8":
                     q = QuantLinear(lin, 8, 128, True)
                     mats[name].append((q.qweight, dict(scales=q.scales)))
                 else: mats[name].append((lin.weight.detach(), {}))
-        outs = {K: torch.empty(1, 11264, device="cuda", dtype=DT) for K in (2048, 5632)}
+        for fmt, pdl in variants:
+            def call(name, w, kw):
+                x, y = xs[SHAPES[name][1]], outs[SHAPES[name][1]][:, :w.shape[0]]
+                if fmt == "cublas": torch.mm(x, w.t(), out=y)
+                else: sb.gemv(x, w, out=y, pdl=pdl, **kw)
 
-        def call(name, w, kw):
-            x = xs[SHAPES[name][1]]
-            if fmt == "cublas": torch.mm(x, w.t(), out=outs[SHAPES[name][1]][:, :w.shape[0]])
-            else: sb.gemv(x, w, out=outs[SHAPES[name][1]][:, :w.shape[0]], pdl=pdl, **kw)
-
-        row = {}
-        for name in SHAPES:
-            row[name] = graph_us(lambda: [call(name, w, kw) for w, kw in mats[name]], LAYERS)
-        row["layer"] = graph_us(lambda: [call(n, *mats[n][l]) for l in range(LAYERS) for n in SHAPES], LAYERS)
-        res["us"][fmt + (" PDL" if pdl else "")] = row
-        print(fmt, "PDL" if pdl else "", " ".join(f"{k} {v:.2f}" for k, v in row.items()), "us", flush=True)
+            row = {name: graph_us(lambda: [call(name, w, kw) for w, kw in mats[name]], LAYERS) for name in SHAPES}
+            row["layer"] = graph_us(lambda: [call(n, *mats[n][l]) for l in range(LAYERS) for n in SHAPES], LAYERS)
+            res["us"][fmt + (" PDL" if pdl else "")] = row
+            print(fmt, "PDL" if pdl else "", " ".join(f"{k} {v:.2f}" for k, v in row.items()), "us", flush=True)
         del mats
         torch.cuda.empty_cache()
     Path(args.out).mkdir(parents=True, exist_ok=True)
