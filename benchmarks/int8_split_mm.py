@@ -1,0 +1,141 @@
+"""Int8 weights times bf16 inputs on int8 tensor cores: each input row scaled to 16-bit integers and split into a high
+and a low byte (x ~ s (256 hi + lo)), two int8 products summed in int32, then 256 acc_hi + acc_lo scaled in fp32 once.
+The weights stay int8 and are never converted; the inputs carry ~16 bits a row (bf16 has 8 bits of mantissa per
+element). TinyLlama's four shapes at a full decode batch, each call on its own copy of the weights in one CUDA graph,
+against chapter 05b's int8 layer (TritonQuantLinear) and cuBLAS on the bf16 weights; also `torch._int_mm` (cuBLASLt)
+twice, for the product alone, and one int8 product of 8-bit inputs (W8A8, not weight-only) as a floor.
+  python3 benchmarks/int8_split_mm.py --out $OUT/split.json [--ms 128,256]
+"""
+import argparse, itertools, json, os, sys, time
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1])); sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+SHAPES = {"qkv": (2560, 2048), "o": (2048, 2048), "gate_up": (11264, 2048), "down": (2048, 5632)}
+HI = tl.constexpr(127 * 256 + 127)                    # the largest 16-bit value whose two bytes are both int8
+
+
+@triton.jit
+def _split_rows(x_ptr, hi_ptr, lo_ptr, s_ptr, K, BLOCK: tl.constexpr):
+    "One program a row: s = max|x| / HI, q = round(x / s), q = 256 hi + lo with hi, lo in [-127, 127]."
+    m = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + m * K + offs, mask=offs < K, other=0.0).to(tl.float32)
+    s = tl.maximum(tl.max(tl.abs(x), 0), 1e-30) / HI
+    v = x / s
+    q = tl.where(v >= 0, v + 0.5, v - 0.5).to(tl.int32)                 # to the nearest, halves away from 0
+    lo = ((q + 128) & 255) - 128
+    hi = (q - lo) >> 8
+    tl.store(hi_ptr + m * K + offs, hi.to(tl.int8), mask=offs < K)
+    tl.store(lo_ptr + m * K + offs, lo.to(tl.int8), mask=offs < K)
+    tl.store(s_ptr + m, s)
+
+
+def split_rows(x):
+    M, K = x.shape
+    hi = torch.empty(M, K, device=x.device, dtype=torch.int8); lo = torch.empty_like(hi)
+    s = torch.empty(M, device=x.device, dtype=torch.float32)
+    _split_rows[(M,)](x, hi, lo, s, K, BLOCK=triton.next_power_of_2(K), num_warps=4)
+    return hi, lo, s
+
+
+@triton.jit
+def _split_mm(hi_ptr, lo_ptr, sx_ptr, w_ptr, sw_ptr, y_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+              BK: tl.constexpr, TWO: tl.constexpr):
+    pid_m, pid_n = tl.program_id(1), tl.program_id(0)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc_hi = tl.zeros([BM, BN], tl.int32)
+    acc_lo = tl.zeros([BM, BN], tl.int32)
+    for k0 in range(0, K, BK):
+        w = tl.load(w_ptr + rn[:, None] * K + (k0 + rk)[None, :], mask=rn[:, None] < N)
+        a = tl.load(hi_ptr + rm[:, None] * K + (k0 + rk)[None, :], mask=rm[:, None] < M)
+        acc_hi = tl.dot(a, tl.trans(w), acc_hi, out_dtype=tl.int32)
+        if TWO:
+            b = tl.load(lo_ptr + rm[:, None] * K + (k0 + rk)[None, :], mask=rm[:, None] < M)
+            acc_lo = tl.dot(b, tl.trans(w), acc_lo, out_dtype=tl.int32)
+    acc = acc_hi.to(tl.float32)
+    if TWO: acc = acc * 256.0 + acc_lo.to(tl.float32)
+    acc = acc * tl.load(sx_ptr + rm, mask=rm < M, other=0.0)[:, None] * tl.load(sw_ptr + rn, mask=rn < N,
+                                                                                  other=0.0).to(tl.float32)[None, :]
+    tl.store(y_ptr + rm[:, None] * N + rn[None, :], acc.to(y_ptr.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def split_mm(hi, lo, sx, w, sw, cfg, two=True):
+    M, K = hi.shape; N = w.shape[0]
+    y = torch.empty(M, N, device=hi.device, dtype=torch.bfloat16)
+    BM, BN, BK, nw, ns = cfg
+    grid = (triton.cdiv(N, BN), triton.cdiv(M, BM))
+    _split_mm[grid](hi, lo, sx, w, sw, y, M, N, K, BM=BM, BN=BN, BK=BK, TWO=two, num_warps=nw, num_stages=ns)
+    return y
+
+
+CONFIGS = [c for c in itertools.product((64, 128, 256), (32, 64, 128), (64, 128, 256), (4, 8), (2, 3, 4))
+           if 2 * c[0] * c[1] <= 128 * 32 * c[3] and c[4] * (2 * c[0] + c[1]) * c[2] <= 220 << 10]
+# (BM, BN, BK, warps, stages): two int32 accumulators at most 128 registers a thread, the stages in shared memory
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", required=True)
+    p.add_argument("--ms", default="256,128")
+    p.add_argument("--configs", type=int, default=len(CONFIGS), help="try the first this many tilings")
+    p.add_argument("--budget-s", type=float, default=400)
+    args = p.parse_args()
+    from gpu_bench import graph_us  # noqa: E402
+    from mini_vllm import quant_kernels as qk  # noqa: E402
+    t0, dev = time.perf_counter(), "cuda"
+    torch.manual_seed(0)
+    res = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
+               commit=os.environ.get("MINI_VLLM_COMMIT"), rows={})
+    layers = {}
+    for name, (N, K) in SHAPES.items():
+        copies = max(2, min(32, (400 << 20) // (N * K * 2)))
+        qls = [qk.TritonQuantLinear(torch.nn.Linear(K, N, bias=False, device=dev, dtype=torch.bfloat16), 8)
+               for _ in range(copies)]
+        layers[name] = (qls, [q.dequantize(torch.bfloat16) for q in qls])
+    for M in (int(m) for m in args.ms.split(",")):
+        row = res["rows"][M] = {}
+        for name, (N, K) in SHAPES.items():
+            if time.perf_counter() - t0 > args.budget_s: break
+            x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
+            qls, ws = layers[name]
+            ref = F.linear(x, ws[0]).float()
+            err = lambda y: ((y.float() - ref).abs().max() / ref.abs().max()).item()
+            hi, lo, sx = split_rows(x)
+            r = row[name] = dict(kernel=graph_us([lambda l=l: l(x) for l in qls]),
+                                 cublas=graph_us([lambda w=w: F.linear(x, w) for w in ws]),
+                                 split_rows=graph_us([lambda: split_rows(x)] * 8),
+                                 int_mm2=graph_us([lambda l=l: (torch._int_mm(hi, l.qweight.t()),
+                                                                torch._int_mm(lo, l.qweight.t())) for l in qls]))
+            r["err_kernel"] = err(qls[0](x))
+            best = None
+            for cfg in CONFIGS[:args.configs]:
+                try:
+                    e = err(split_mm(hi, lo, sx, qls[0].qweight, qls[0].scales, cfg))
+                    us = graph_us([lambda l=l: split_mm(hi, lo, sx, l.qweight, l.scales, cfg) for l in qls])
+                except Exception as ex:  # noqa: BLE001  (a tiling that does not fit in shared memory)
+                    print(name, M, cfg, type(ex).__name__, str(ex)[:100], flush=True); continue
+                if best is None or us < best[0]: best = (us, cfg, e)
+            r["split_mm"], r["split_cfg"], r["err_split"] = best
+            r["w8a8"] = graph_us([lambda l=l: split_mm(hi, lo, sx, l.qweight, l.scales, best[1], two=False)
+                                  for l in qls])
+            print(M, name, json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in r.items()}),
+                  flush=True)
+            torch.cuda.empty_cache()
+        if len(row) == len(SHAPES):
+            t = {w: sum(row[s][w] for s in SHAPES) for w in ("kernel", "cublas", "split_rows", "split_mm", "int_mm2",
+                                                            "w8a8")}
+            print(f"{M} rows, a layer's four products, us: " + ", ".join(f"{k} {v:.1f}" for k, v in t.items()) +
+                  f"; split_rows + split_mm {t['split_mm'] + t['split_rows']:.1f}", flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(res, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
