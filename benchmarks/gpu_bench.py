@@ -541,6 +541,8 @@ def main(argv=None):
     p.add_argument("--batch1-variants", default="small_batch,small_batch_no_ahead,small_batch_no_pdl,cublas")
     p.add_argument("--quant-tiling", default=None, help='JSON {"bits,rows,kind": tiling} over small_batch.QUANT_TILING')
     p.add_argument("--qmm-tma-rows", default=None, help="LO,HI over quant_kernels.QMM_TMA_ROWS (0,0: never through TMA)")
+    p.add_argument("--byte-split-rows", default=None,
+                   help="LO,HI over quant_kernels.BYTE_SPLIT_ROWS (0,0: no wide int8 layer through byte_split_mm)")
     p.add_argument("--dequant-min-m", type=int, default=None,
                    help="over quant_kernels.DEQUANT_MIN_M and DEQUANT_MIN_M_WIDE, both formats: rows from which a layer rebuilds its weight for cuBLAS")
     p.add_argument("--qmm-tiling", default=None, help='JSON {"rows": {key: value}} over the entries of quant_kernels.QMM_TILING')
@@ -558,6 +560,10 @@ def main(argv=None):
         from mini_vllm import quant_kernels as qk
         qk.QMM_TMA_ROWS = tuple(int(v) for v in args.qmm_tma_rows.split(","))
         RESULTS["qmm_tma_rows"] = qk.QMM_TMA_ROWS
+    if args.byte_split_rows:                                        # chapter 05's int8 tensor cores: which rows
+        from mini_vllm import quant_kernels as qk
+        qk.BYTE_SPLIT_ROWS = tuple(int(v) for v in args.byte_split_rows.split(","))
+        RESULTS["byte_split_rows"] = qk.BYTE_SPLIT_ROWS
     if args.dequant_min_m is not None:                              # chapter 05's prompts: weight rebuilt from these rows
         from mini_vllm import quant_kernels as qk
         qk.DEQUANT_MIN_M = qk.DEQUANT_MIN_M_WIDE = {8: args.dequant_min_m, 4: args.dequant_min_m}

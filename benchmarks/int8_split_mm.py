@@ -4,7 +4,9 @@ The weights stay int8 and are never converted; the inputs carry ~16 bits a row (
 element). TinyLlama's four shapes at a full decode batch, each call on its own copy of the weights in one CUDA graph,
 against chapter 05b's int8 layer (TritonQuantLinear) and cuBLAS on the bf16 weights; also `torch._int_mm` (cuBLASLt)
 twice, for the product alone, and one int8 product of 8-bit inputs (W8A8, not weight-only) as a floor.
-  python3 benchmarks/int8_split_mm.py --out $OUT/split.json [--ms 128,256]
+  python3 benchmarks/int8_split_mm.py --out $OUT/split.json [--ms 128,256] [--short]
+The kernels here are where the idea was first timed (with a W8A8 switch the package has no use for); chapter 05b's
+`byte_split` and `byte_split_mm` are the package's, with BYTE_SPLIT_TILING taken from this sweep at gate/up's width.
 """
 import argparse, itertools, json, os, sys, time
 from pathlib import Path
@@ -78,6 +80,9 @@ def split_mm(hi, lo, sx, w, sw, cfg, two=True):
 CONFIGS = [c for c in itertools.product((64, 128, 256), (32, 64, 128), (64, 128, 256), (4, 8), (2, 3, 4))
            if 2 * c[0] * c[1] <= 128 * 32 * c[3] and c[4] * (2 * c[0] + c[1]) * c[2] <= 220 << 10]
 # (BM, BN, BK, warps, stages): two int32 accumulators at most 128 registers a thread, the stages in shared memory
+SHORT = [(64, 64, 128, 4, 3), (64, 64, 128, 4, 4), (64, 64, 256, 4, 4), (64, 128, 64, 4, 3), (64, 32, 128, 4, 4),
+         (32, 64, 128, 4, 3), (32, 64, 256, 4, 4), (32, 128, 128, 4, 3), (128, 64, 128, 4, 3)]
+# the tilings that won at 256 rows, and 32-row ones for fewer rows (--short)
 
 
 def main():
@@ -85,6 +90,7 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--ms", default="256,128")
     p.add_argument("--configs", type=int, default=len(CONFIGS), help="try the first this many tilings")
+    p.add_argument("--short", action="store_true", help="only the tilings in SHORT")
     p.add_argument("--budget-s", type=float, default=400)
     args = p.parse_args()
     from gpu_bench import graph_us  # noqa: E402
@@ -115,7 +121,7 @@ def main():
                                                                 torch._int_mm(lo, l.qweight.t())) for l in qls]))
             r["err_kernel"] = err(qls[0](x))
             best = None
-            for cfg in CONFIGS[:args.configs]:
+            for cfg in (SHORT if args.short else CONFIGS[:args.configs]):
                 try:
                     e = err(split_mm(hi, lo, sx, qls[0].qweight, qls[0].scales, cfg))
                     us = graph_us([lambda l=l: split_mm(hi, lo, sx, l.qweight, l.scales, cfg) for l in qls])
