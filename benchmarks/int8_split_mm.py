@@ -4,7 +4,7 @@ The weights stay int8 and are never converted; the inputs carry ~16 bits a row (
 element). TinyLlama's four shapes at a full decode batch, each call on its own copy of the weights in one CUDA graph,
 against chapter 05b's int8 layer (TritonQuantLinear) and cuBLAS on the bf16 weights; also `torch._int_mm` (cuBLASLt)
 twice, for the product alone, and one int8 product of 8-bit inputs (W8A8, not weight-only) as a floor.
-  python3 benchmarks/int8_split_mm.py --out $OUT/split.json [--ms 128,256] [--short]
+  python3 benchmarks/int8_split_mm.py --out $OUT/split.json [--ms 128,256] [--short] [--tma]
 The kernels here are where the idea was first timed (with a W8A8 switch the package has no use for); chapter 05b's
 `byte_split` and `byte_split_mm` are the package's, with BYTE_SPLIT_TILING taken from this sweep at gate/up's width.
 """
@@ -77,6 +77,42 @@ def split_mm(hi, lo, sx, w, sw, cfg, two=True):
     return y
 
 
+@triton.jit
+def _split_mm_tma(h_desc, l_desc, sx_ptr, w_desc, sw_ptr, y_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                  BK: tl.constexpr, STAGES: tl.constexpr):
+    "_split_mm with every tile brought by TMA (zeros past the edges), as chapter 05b's qmm_tma reads its tiles."
+    pid_m, pid_n = tl.program_id(1), tl.program_id(0)
+    acc_hi = tl.zeros([BM, BN], tl.int32)
+    acc_lo = tl.zeros([BM, BN], tl.int32)
+    for k in tl.range(0, K, BK, num_stages=STAGES):
+        w = w_desc.load([pid_n * BN, k])
+        acc_hi = tl.dot(h_desc.load([pid_m * BM, k]), tl.trans(w), acc_hi, out_dtype=tl.int32)
+        acc_lo = tl.dot(l_desc.load([pid_m * BM, k]), tl.trans(w), acc_lo, out_dtype=tl.int32)
+    rm, rn = pid_m * BM + tl.arange(0, BM), pid_n * BN + tl.arange(0, BN)
+    acc = acc_hi.to(tl.float32) * 256.0 + acc_lo.to(tl.float32)
+    sw = tl.load(sw_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)
+    acc = acc * tl.load(sx_ptr + rm, mask=rm < M, other=0.0)[:, None] * sw[None, :]
+    tl.store(y_ptr + rm[:, None] * N + rn[None, :], acc.to(y_ptr.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def split_mm_tma(hi, lo, sx, w, sw, cfg):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    M, K = hi.shape; N = w.shape[0]
+    y = torch.empty(M, N, device=hi.device, dtype=torch.bfloat16)
+    BM, BN, BK, nw, ns = cfg
+    hd, ld = TensorDescriptor.from_tensor(hi, [BM, BK]), TensorDescriptor.from_tensor(lo, [BM, BK])
+    wd = TensorDescriptor.from_tensor(w, [BN, BK])
+    _split_mm_tma[(triton.cdiv(N, BN), triton.cdiv(M, BM))](hd, ld, sx, wd, sw, y, M, N, K, BM=BM, BN=BN, BK=BK,
+                                                            STAGES=ns, num_warps=nw)
+    return y
+
+
+TMA_CONFIGS = [c for c in itertools.product((64, 128), (64, 128, 256), (64, 128, 256), (4, 8), (3, 4, 5))
+               if 2 * c[0] * c[1] <= 128 * 32 * c[3] and c[4] * (2 * c[0] + c[1]) * c[2] <= 220 << 10]
+# (BM, BN, BK, warps, stages) for --tma, under the same limits as CONFIGS
+
+
 CONFIGS = [c for c in itertools.product((64, 128, 256), (32, 64, 128), (64, 128, 256), (4, 8), (2, 3, 4))
            if 2 * c[0] * c[1] <= 128 * 32 * c[3] and c[4] * (2 * c[0] + c[1]) * c[2] <= 220 << 10]
 # (BM, BN, BK, warps, stages): two int32 accumulators at most 128 registers a thread, the stages in shared memory
@@ -91,6 +127,8 @@ def main():
     p.add_argument("--ms", default="256,128")
     p.add_argument("--configs", type=int, default=len(CONFIGS), help="try the first this many tilings")
     p.add_argument("--short", action="store_true", help="only the tilings in SHORT")
+    p.add_argument("--tma", action="store_true", help="also the tiles brought by TMA (TMA_CONFIGS), and the package's "
+                   "byte_split_mm (its split included)")
     p.add_argument("--budget-s", type=float, default=400)
     args = p.parse_args()
     from gpu_bench import graph_us  # noqa: E402
@@ -131,12 +169,23 @@ def main():
             r["split_mm"], r["split_cfg"], r["err_split"] = best
             r["w8a8"] = graph_us([lambda l=l: split_mm(hi, lo, sx, l.qweight, l.scales, best[1], two=False)
                                   for l in qls])
+            if args.tma:
+                r["package"] = graph_us([lambda l=l: qk.byte_split_mm(x, l.qweight, l.scales) for l in qls])
+                best = None
+                for cfg in TMA_CONFIGS:
+                    try:
+                        e = err(split_mm_tma(hi, lo, sx, qls[0].qweight, qls[0].scales, cfg))
+                        us = graph_us([lambda l=l: split_mm_tma(hi, lo, sx, l.qweight, l.scales, cfg) for l in qls])
+                    except Exception as ex:  # noqa: BLE001
+                        print(name, M, "tma", cfg, type(ex).__name__, str(ex)[:100], flush=True); continue
+                    if best is None or us < best[0]: best = (us, cfg, e)
+                r["split_tma"], r["tma_cfg"], r["err_tma"] = best
             print(M, name, json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in r.items()}),
                   flush=True)
             torch.cuda.empty_cache()
         if len(row) == len(SHAPES):
             t = {w: sum(row[s][w] for s in SHAPES) for w in ("kernel", "cublas", "split_rows", "split_mm", "int_mm2",
-                                                            "w8a8")}
+                                                            "w8a8", "package", "split_tma") if w in row["qkv"]}
             print(f"{M} rows, a layer's four products, us: " + ", ".join(f"{k} {v:.1f}" for k, v in t.items()) +
                   f"; split_rows + split_mm {t['split_mm'] + t['split_rows']:.1f}", flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
