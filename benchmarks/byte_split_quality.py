@@ -1,7 +1,8 @@
 """Chapter 05b's byte split on SmolLM2 (CPU, fp32): perplexity of 05a's text and logits' cosine with the fp32 model,
 int8 weights (05a's round trip: the dequantized weight) with each linear layer's inputs as they are, rounded to
-bf16, and rounded per row to 16-bit integers as `byte_split` makes them (x ~ s q, s = max|x| / (127 * 256 + 127);
-emulated in PyTorch: the integer products are exact, so only the inputs' rounding differs from fp32).
+bf16, rounded per row to 16-bit integers as `byte_split` makes them (x ~ s q, s = max|x| / (127 * 256 + 127)), and
+both (bf16 inputs, then `byte_split`, as in the engine). Emulated in PyTorch: the integer products are exact, so
+only the inputs' rounding differs from fp32.
   python3 benchmarks/byte_split_quality.py > benchmarks/results/int8_split_mm_h200/byte_split_quality.txt
 """
 import copy, sys
@@ -14,9 +15,15 @@ from mini_vllm.model import CausalAttention, load_model
 from mini_vllm.quantization import QuantLinear, quantize_model
 
 Q_MAX = 127 * 256 + 127
+def rows16(x):
+    "x rounded per row to 16-bit integers times the row's scale, as byte_split rounds it."
+    s = x.abs().amax(-1, keepdim=True).clamp_min(1e-30) / Q_MAX
+    return torch.round(x / s) * s
+
+
 ROUND = {"fp32 inputs": lambda x: x, "inputs rounded to bf16": lambda x: x.bfloat16().float(),
-         "inputs in 16 bits a row": lambda x: torch.round(x / (s := x.abs().amax(-1, keepdim=True)
-                                                                   .clamp_min(1e-30) / Q_MAX)) * s}
+         "inputs in 16 bits a row": rows16,
+         "bf16, then 16 bits a row": lambda x: rows16(x.bfloat16().float())}     # as the engine's inputs are
 
 
 class RoundedInputs(QuantLinear):
@@ -50,7 +57,7 @@ def main():
         RoundedInputs.mode = mode
         ppl, lg = read_text(m, ids)
         cos = torch.cat([F.cosine_similarity(a, b, dim=-1) for a, b in zip(lg, ref)]).mean().item()
-        print(f"int8 weights, {mode:24s} perplexity {ppl:.4f} ({ppl / ppl0 - 1:+.3%}), logits' cosine {cos:.6f}",
+        print(f"int8 weights, {mode:25s} perplexity {ppl:.4f} ({ppl / ppl0 - 1:+.3%}), logits' cosine {cos:.6f}",
               flush=True)
 
 

@@ -2,8 +2,9 @@
 and a low byte (x ~ s (256 hi + lo)), two int8 products summed in int32, then 256 acc_hi + acc_lo scaled in fp32 once.
 The weights stay int8 and are never converted; the inputs carry ~16 bits a row (bf16 has 8 bits of mantissa per
 element). TinyLlama's four shapes at a full decode batch, each call on its own copy of the weights in one CUDA graph,
-against chapter 05b's int8 layer (TritonQuantLinear) and cuBLAS on the bf16 weights; also `torch._int_mm` (cuBLASLt)
-twice, for the product alone, and one int8 product of 8-bit inputs (W8A8, not weight-only) as a floor.
+against chapter 05b's int8 layer (TritonQuantLinear, its byte split switched off) and cuBLAS on the bf16 weights;
+also `torch._int_mm` (cuBLASLt) twice, for the product alone, and one int8 product of 8-bit inputs (W8A8, not
+weight-only) as a floor.
   python3 benchmarks/int8_split_mm.py --out $OUT/split.json [--ms 128,256] [--short] [--tma]
 The kernels here are where the idea was first timed (with a W8A8 switch the package has no use for); chapter 05b's
 `byte_split` and `byte_split_mm` are the package's, with BYTE_SPLIT_TILING taken from this sweep at gate/up's width.
@@ -134,6 +135,7 @@ def main():
     from gpu_bench import graph_us  # noqa: E402
     from mini_vllm import quant_kernels as qk  # noqa: E402
     t0, dev = time.perf_counter(), "cuda"
+    qk.BYTE_SPLIT_ROWS = (0, 0)                       # "kernel": the layer's kernels without the byte split
     torch.manual_seed(0)
     res = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
                commit=os.environ.get("MINI_VLLM_COMMIT"), rows={})

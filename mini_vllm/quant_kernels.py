@@ -171,11 +171,12 @@ def _byte_split_kernel(x_ptr, hi_ptr, lo_ptr, s_ptr, K, stride_x, BLOCK: tl.cons
     "A program a row: its scale s = max |x| / (127 * 256 + 127), then q = round(x / s) = 256 hi + lo in int8s."
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
-    amax = tl.zeros([BLOCK], tl.float32)
+    amax, nan = tl.zeros([BLOCK], tl.float32), tl.zeros([BLOCK], tl.int32)
     for k in range(0, K, BLOCK):
         x = tl.load(x_ptr + row * stride_x + k + cols, mask=k + cols < K, other=0.0).to(tl.float32)
-        amax = tl.maximum(amax, tl.abs(x))
-    s = tl.maximum(tl.max(amax, 0), 1e-30) / (127 * 256 + 127)
+        amax, nan = tl.maximum(amax, tl.abs(x)), nan | (x != x).to(tl.int32)
+    s = tl.maximum(tl.max(amax, 0), 1e-30) / (127 * 256 + 127)     # an inf makes s inf: the row's outputs not finite
+    s = tl.where(tl.max(nan, 0) > 0, float("nan"), s)                  # a NaN makes them NaN, as in any product
     for k in range(0, K, BLOCK):
         m = k + cols < K
         v = tl.load(x_ptr + row * stride_x + k + cols, mask=m, other=0.0).to(tl.float32) / s
@@ -193,7 +194,7 @@ def _byte_split_mm_kernel(hi_ptr, lo_ptr, sx_ptr, w_ptr, sw_ptr, b_ptr, out_ptr,
     pm, pn = tl.program_id(0), tl.program_id(1)
     m, n, k = pm * BLOCK_M + tl.arange(0, BLOCK_M), pn * BLOCK_N + tl.arange(0, BLOCK_N), tl.arange(0, BLOCK_K)
     mm, nm = m < M, n < N
-    acc_hi = tl.zeros([BLOCK_M, BLOCK_N], tl.int32)                   # |sum| <= K * 127 * 127: exact up to K = 133k
+    acc_hi = tl.zeros([BLOCK_M, BLOCK_N], tl.int32)                   # |sum| <= K * 128 * 127: exact up to K = 132k
     acc_lo = tl.zeros([BLOCK_M, BLOCK_N], tl.int32)
     xo, wo = m.to(tl.int64)[:, None] * K + k[None, :], n.to(tl.int64)[:, None] * K + k[None, :]
     for k0 in range(0, K, BLOCK_K):
@@ -206,9 +207,10 @@ def _byte_split_mm_kernel(hi_ptr, lo_ptr, sx_ptr, w_ptr, sw_ptr, b_ptr, out_ptr,
         acc_lo = tl.dot(l, tl.trans(w), acc_lo, out_dtype=tl.int32)
     y = acc_hi.to(tl.float32) * 256.0 + acc_lo.to(tl.float32)
     sw = tl.load(sw_ptr + n, mask=nm, other=0.0).to(tl.float32)
-    y = (y * tl.load(sx_ptr + m, mask=mm, other=0.0)[:, None] * sw[None, :]).to(out_ptr.dtype.element_ty)
-    if HAS_BIAS: y = y + tl.load(b_ptr + n, mask=nm, other=0.0)[None, :]
-    tl.store(out_ptr + m.to(tl.int64)[:, None] * stride_out + n[None, :], y, mask=mm[:, None] & nm[None, :])
+    y = y * tl.load(sx_ptr + m, mask=mm, other=0.0)[:, None] * sw[None, :]
+    if HAS_BIAS: y = y + tl.load(b_ptr + n, mask=nm, other=0.0).to(tl.float32)[None, :]   # in fp32, rounded once
+    tl.store(out_ptr + m.to(tl.int64)[:, None] * stride_out + n[None, :], y.to(out_ptr.dtype.element_ty),
+             mask=mm[:, None] & nm[None, :])
 
 
 BYTE_SPLIT_ROWS = (32, 256)        # a wide int8 layer's products of this many rows go through byte_split_mm
@@ -219,6 +221,7 @@ BYTE_SPLIT_TILING = [              # (at most this many rows, tiling): the best 
 
 def byte_split(x):
     "Each row of x (M, K) as int8 hi and lo (M, K) and an fp32 scale s (M,): x ~ s (256 hi + lo)."
+    x = x if x.stride(1) == 1 else x.contiguous()                # the kernel walks a row's values one by one
     M, K = x.shape
     hi = torch.empty(M, K, dtype=torch.int8, device=x.device)
     lo, s = torch.empty_like(hi), torch.empty(M, dtype=torch.float32, device=x.device)
@@ -244,9 +247,10 @@ def byte_split_mm(x, w, scales, bias=None, **tiling):
 
 def _takes_byte_split(x, w) -> bool:
     """Whether a layer sends this product to byte_split_mm: int8, more than WIDE outputs, BYTE_SPLIT_ROWS rows,
-    inputs of two bytes, a Hopper GPU or newer (where it was measured)."""
+    inputs of two bytes, an NVIDIA Hopper GPU (where it was measured)."""
     return (_bits(w) == 8 and w.shape[0] > WIDE and BYTE_SPLIT_ROWS[0] <= x.shape[0] <= BYTE_SPLIT_ROWS[1]
-            and x.is_cuda and x.element_size() == 2 and torch.cuda.get_device_capability(x.device)[0] >= 9)
+            and x.is_cuda and x.element_size() == 2 and torch.version.hip is None
+            and torch.cuda.get_device_capability(x.device)[0] == 9)
 
 # %% ../nbs/05b_quant_kernels.ipynb #d9e1a002
 @triton.jit
@@ -307,9 +311,9 @@ class TritonQuantLinear(QuantLinear):
         x2 = x.reshape(-1, self.in_features).contiguous()              # (M, K)
         q = dict(scales=self.scales, zeros=self.zeros, group_size=self.group_size)
         if x2.shape[0] <= QGEMV_MAX_M: y = gemv(x2, self.qweight, self.bias, **q)
+        elif _takes_byte_split(x2, self.qweight): y = byte_split_mm(x2, self.qweight, self.scales, self.bias)
         elif x2.shape[0] >= _rebuild_from(self.bits, self.out_features):
             y = F.linear(x2, rebuild(self.qweight, dtype=x2.dtype, **q), self.bias)
-        elif _takes_byte_split(x2, self.qweight): y = byte_split_mm(x2, self.qweight, self.scales, self.bias)
         elif _takes_tma(x2, self.qweight): y = qmm_tma(x2, self.qweight, self.scales, self.bias)
         else: y = qmm(x2, self.qweight, bias=self.bias, **q)
         return y.reshape(*x.shape[:-1], self.out_features)
