@@ -573,8 +573,7 @@ def main(argv=None):
         def more(x, w):
             M, (N, K) = x.shape[0], w.shape
             extra = (K > N and 192 <= M <= 256) or (qk.WIDE >= N > K and 96 <= M <= 192)
-            return shipped(x, w) or (extra and qk._bits(w) == 8 and x.is_cuda and x.element_size() == 2
-                                     and torch.cuda.get_device_capability(x.device)[0] >= 9)
+            return shipped(x, w) or (extra and qk._bits(w) == 8 and qk._byte_split_here(x))
         qk._takes_byte_split = more
         RESULTS["byte_split_more"] = True
     if args.dequant_min_m is not None:                              # chapter 05's prompts: weight rebuilt from these rows

@@ -245,12 +245,16 @@ def byte_split_mm(x, w, scales, bias=None, **tiling):
     return out
 
 
-def _takes_byte_split(x, w) -> bool:
-    """Whether a layer sends this product to byte_split_mm: int8, more than WIDE outputs, BYTE_SPLIT_ROWS rows,
-    inputs of two bytes, an NVIDIA Hopper GPU (where it was measured)."""
-    return (_bits(w) == 8 and w.shape[0] > WIDE and BYTE_SPLIT_ROWS[0] <= x.shape[0] <= BYTE_SPLIT_ROWS[1]
-            and x.is_cuda and x.element_size() == 2 and torch.version.hip is None
+def _byte_split_here(x) -> bool:
+    "Whether x is where byte_split_mm was measured: two-byte inputs on an NVIDIA Hopper GPU."
+    return (x.is_cuda and x.element_size() == 2 and torch.version.hip is None
             and torch.cuda.get_device_capability(x.device)[0] == 9)
+
+
+def _takes_byte_split(x, w) -> bool:
+    "Whether a layer sends this product to byte_split_mm: int8, more than WIDE outputs, BYTE_SPLIT_ROWS rows, here."
+    return (_bits(w) == 8 and w.shape[0] > WIDE and BYTE_SPLIT_ROWS[0] <= x.shape[0] <= BYTE_SPLIT_ROWS[1]
+            and _byte_split_here(x))
 
 # %% ../nbs/05b_quant_kernels.ipynb #d9e1a002
 @triton.jit
