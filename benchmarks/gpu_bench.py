@@ -542,10 +542,11 @@ def main(argv=None):
     p.add_argument("--quant-tiling", default=None, help='JSON {"bits,rows,kind": tiling} over small_batch.QUANT_TILING')
     p.add_argument("--qmm-tma-rows", default=None, help="LO,HI over quant_kernels.QMM_TMA_ROWS (0,0: never through TMA)")
     p.add_argument("--byte-split-rows", default=None,
-                   help="LO,HI over quant_kernels.BYTE_SPLIT_ROWS (0,0: no wide int8 layer through byte_split_mm)")
-    p.add_argument("--byte-split-more", action="store_true",
-                   help="int8: also the down projection (K > N) at 192-256 rows and q,k,v (WIDE >= N > K) at 96-192 "
-                        "through byte_split_mm (a lead from benchmarks/int8_split_mm.py, not the package's rule)")
+                   help='over quant_kernels.BYTE_SPLIT_ROWS: LO,HI for every kind (0,0: no int8 layer through '
+                        'byte_split_mm), or JSON {"kind": [LO, HI]} for some (wide, deep, narrow)')
+    p.add_argument("--no-gated-split", action="store_true",
+                   help="int8's down projection splits silu_and_mul's output in a kernel of its own instead of "
+                        "applying SwiGLU's gate as it splits (TritonQuantLinear.forward_gated off)")
     p.add_argument("--dequant-min-m", type=int, default=None,
                    help="over quant_kernels.DEQUANT_MIN_M and DEQUANT_MIN_M_WIDE, both formats: rows from which a layer rebuilds its weight for cuBLAS")
     p.add_argument("--qmm-tiling", default=None, help='JSON {"rows": {key: value}} over the entries of quant_kernels.QMM_TILING')
@@ -565,17 +566,14 @@ def main(argv=None):
         RESULTS["qmm_tma_rows"] = qk.QMM_TMA_ROWS
     if args.byte_split_rows:                                        # chapter 05's int8 tensor cores: which rows
         from mini_vllm import quant_kernels as qk
-        qk.BYTE_SPLIT_ROWS = tuple(int(v) for v in args.byte_split_rows.split(","))
+        v = args.byte_split_rows
+        over = json.loads(v) if v.startswith("{") else {k: [int(r) for r in v.split(",")] for k in qk.BYTE_SPLIT_ROWS}
+        qk.BYTE_SPLIT_ROWS = {**qk.BYTE_SPLIT_ROWS, **{k: tuple(r) for k, r in over.items()}}
         RESULTS["byte_split_rows"] = qk.BYTE_SPLIT_ROWS
-    if args.byte_split_more:                                        # the byte split for more int8 layers
+    if args.no_gated_split:                                         # the gate by silu_and_mul, then the split
         from mini_vllm import quant_kernels as qk
-        shipped = qk._takes_byte_split
-        def more(x, w):
-            M, (N, K) = x.shape[0], w.shape
-            extra = (K > N and 192 <= M <= 256) or (qk.WIDE >= N > K and 96 <= M <= 192)
-            return shipped(x, w) or (extra and qk._bits(w) == 8 and qk._byte_split_here(x))
-        qk._takes_byte_split = more
-        RESULTS["byte_split_more"] = True
+        del qk.TritonQuantLinear.forward_gated
+        RESULTS["gated_split"] = False
     if args.dequant_min_m is not None:                              # chapter 05's prompts: weight rebuilt from these rows
         from mini_vllm import quant_kernels as qk
         qk.DEQUANT_MIN_M = qk.DEQUANT_MIN_M_WIDE = {8: args.dequant_min_m, 4: args.dequant_min_m}

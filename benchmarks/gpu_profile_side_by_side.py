@@ -5,10 +5,11 @@ Each engine as `vllm_side_by_side.py` builds it with default settings (vLLM's en
 `VLLM_ENABLE_V1_MULTIPROCESSING=0`, so that torch.profiler sees its kernels). Warm-up on 8 requests, then the
 workload twice, the prefix cache emptied before each so that every prompt is computed: once timed, once under
 torch.profiler (CUDA activity only). Prints one JSON object: output tok/s unprofiled, the profiled run's seconds, the
-sum of kernel times (ms) and the 25 largest kernels (name, ms, calls). TinyLlama-1.1B shape, dummy bf16. From the
+sum of kernel times (ms) and the 40 largest kernels (name, ms, calls). TinyLlama-1.1B shape, dummy bf16. From the
 repo root, vLLM installed as `vllm_h200.sh install` leaves it:
   PYTHONPATH=/tmp/vsite:/tmp/site:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 python3 benchmarks/gpu_profile_side_by_side.py vllm 256
   PYTHONPATH=/tmp/site:$PWD python3 benchmarks/gpu_profile_side_by_side.py mini 256
+  PYTHONPATH=/tmp/site:$PWD python3 benchmarks/gpu_profile_side_by_side.py mini-int8 256     (or mini-int4)
 """
 import os, sys
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -29,7 +30,8 @@ def engine(which: str, cfg):
         return (lambda w: llm.generate([{"prompt_token_ids": p} for p, _ in w], [sp(m) for _, m in w],
                                        use_tqdm=False)), llm
     from mini_vllm import LLM, SamplingParams
-    llm = LLM(cfg, dtype="bfloat16", load_format="dummy")
+    quant = which.split("-")[1] if "-" in which else None                # mini-int8, mini-int4: quantized weights
+    llm = LLM(cfg, dtype="bfloat16", load_format="dummy", quantization=quant)
     sp = lambda m: SamplingParams(temperature=0, max_tokens=m, ignore_eos=True)
     return (lambda w: llm.generate([p for p, _ in w], [sp(m) for _, m in w], use_tqdm=False)), llm
 
@@ -47,10 +49,10 @@ def main(which: str, n: int):
     out = dict(engine=which, n=n, seconds_unprofiled=round(plain, 3),
                tok_s_unprofiled=round(sum(m for _, m in work) / plain), seconds_profiled=round(wall, 3),
                gpu_busy_ms=round(sum(r[1] for r in rows), 1),
-               top=[(k[:90], round(ms, 2), c) for k, ms, c in sorted(rows, key=lambda r: -r[1])[:25]])
+               top=[(k[:90], round(ms, 2), c) for k, ms, c in sorted(rows, key=lambda r: -r[1])[:40]])
     print(json.dumps(out, indent=0))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("vllm", "mini"): sys.exit(__doc__)
+    if len(sys.argv) != 3 or sys.argv[1] not in ("vllm", "mini", "mini-int8", "mini-int4"): sys.exit(__doc__)
     main(sys.argv[1], int(sys.argv[2]))

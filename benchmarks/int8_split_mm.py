@@ -5,7 +5,7 @@ element). TinyLlama's four shapes at a full decode batch, each call on its own c
 against chapter 05b's int8 layer (TritonQuantLinear, its byte split switched off) and cuBLAS on the bf16 weights;
 also `torch._int_mm` (cuBLASLt) twice, for the product alone, and one int8 product of 8-bit inputs (W8A8, not
 weight-only) as a floor.
-  python3 benchmarks/int8_split_mm.py --out $OUT/split.json [--ms 128,256] [--short] [--tma]
+  python3 benchmarks/int8_split_mm.py --out $OUT/split.json [--ms 128,256] [--short] [--tma] [--tma-only]
 The kernels here are where the idea was first timed (with a W8A8 switch the package has no use for); chapter 05b's
 `byte_split` and `byte_split_mm` are the package's, with BYTE_SPLIT_TILING taken from this sweep at gate/up's width.
 """
@@ -112,6 +112,7 @@ def split_mm_tma(hi, lo, sx, w, sw, cfg):
 TMA_CONFIGS = [c for c in itertools.product((64, 128), (64, 128, 256), (64, 128, 256), (4, 8), (3, 4, 5))
                if 2 * c[0] * c[1] <= 128 * 32 * c[3] and c[4] * (2 * c[0] + c[1]) * c[2] <= 220 << 10]
 # (BM, BN, BK, warps, stages) for --tma, under the same limits as CONFIGS
+TMA_CONFIGS_64 = [c for c in TMA_CONFIGS if c[0] == 64 and c[3] == 4]   # --tma-only: the sizes that won at 128-256 rows
 
 
 CONFIGS = [c for c in itertools.product((64, 128, 256), (32, 64, 128), (64, 128, 256), (4, 8), (2, 3, 4))
@@ -130,12 +131,14 @@ def main():
     p.add_argument("--short", action="store_true", help="only the tilings in SHORT")
     p.add_argument("--tma", action="store_true", help="also the tiles brought by TMA (TMA_CONFIGS), and the package's "
                    "byte_split_mm (its split included)")
+    p.add_argument("--tma-only", action="store_true", help="only the layer, cuBLAS, the split and the TMA tilings of "
+                   "64 rows (TMA_CONFIGS_64), every tiling's time kept in the output")
     p.add_argument("--budget-s", type=float, default=400)
     args = p.parse_args()
     from gpu_bench import graph_us  # noqa: E402
     from mini_vllm import quant_kernels as qk  # noqa: E402
     t0, dev = time.perf_counter(), "cuda"
-    qk.BYTE_SPLIT_ROWS = (0, 0)                       # "kernel": the layer's kernels without the byte split
+    qk.BYTE_SPLIT_ROWS = {k: (0, 0) for k in qk.BYTE_SPLIT_ROWS}   # "kernel": the layer's kernels without the split
     torch.manual_seed(0)
     res = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
                commit=os.environ.get("MINI_VLLM_COMMIT"), rows={})
@@ -154,6 +157,22 @@ def main():
             ref = F.linear(x, ws[0]).float()
             err = lambda y: ((y.float() - ref).abs().max() / ref.abs().max()).item()
             hi, lo, sx = split_rows(x)
+            if args.tma_only:
+                r = row[name] = dict(kernel=graph_us([lambda l=l: l(x) for l in qls]),
+                                     cublas=graph_us([lambda w=w: F.linear(x, w) for w in ws]),
+                                     split_rows=graph_us([lambda: split_rows(x)] * 8), tma_all={})
+                for cfg in TMA_CONFIGS_64:
+                    try:
+                        e = err(split_mm_tma(hi, lo, sx, qls[0].qweight, qls[0].scales, cfg))
+                        us = graph_us([lambda l=l: split_mm_tma(hi, lo, sx, l.qweight, l.scales, cfg) for l in qls])
+                    except Exception as ex:  # noqa: BLE001
+                        print(name, M, "tma", cfg, type(ex).__name__, str(ex)[:100], flush=True); continue
+                    r["tma_all"][",".join(map(str, cfg))] = round(us, 3)
+                    assert e < 2e-2, (name, M, cfg, e)
+                best = min(r["tma_all"], key=r["tma_all"].get)
+                r["split_tma"], r["tma_cfg"] = r["tma_all"][best], best
+                print(M, name, json.dumps({k: v for k, v in r.items() if k != "tma_all"}), flush=True)
+                continue
             r = row[name] = dict(kernel=graph_us([lambda l=l: l(x) for l in qls]),
                                  cublas=graph_us([lambda w=w: F.linear(x, w) for w in ws]),
                                  split_rows=graph_us([lambda: split_rows(x)] * 8),
@@ -185,7 +204,7 @@ def main():
             print(M, name, json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in r.items()}),
                   flush=True)
             torch.cuda.empty_cache()
-        if len(row) == len(SHAPES):
+        if len(row) == len(SHAPES) and not args.tma_only:
             t = {w: sum(row[s][w] for s in SHAPES) for w in ("kernel", "cublas", "split_rows", "split_mm", "int_mm2",
                                                             "w8a8", "package", "split_tma") if w in row["qkv"]}
             print(f"{M} rows, a layer's four products, us: " + ", ".join(f"{k} {v:.1f}" for k, v in t.items()) +

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from .quantization import QuantLinear
 from .small_batch import _bits, _int4_weights, _int8_weights, _row_len, gemv
 from .triton_attention import _arrival_counts
-from .triton_kernels import num_sms, tl, triton   # Triton as chapter 04g set it up (interpreted on a CPU)
+from .triton_kernels import num_sms, silu_and_mul, tl, triton   # Triton as 04g set it up (interpreted on a CPU)
 
 # %% ../nbs/05b_quant_kernels.ipynb #43f60fba
 @triton.jit
@@ -167,19 +167,30 @@ def _takes_tma(x, w) -> bool:
 
 # %% ../nbs/05b_quant_kernels.ipynb #s8t00002
 @triton.jit
-def _byte_split_kernel(x_ptr, hi_ptr, lo_ptr, s_ptr, K, stride_x, BLOCK: tl.constexpr):
+def _split_values(x_ptr, offs, mask, K, SILU: tl.constexpr):
+    "A row's values, fp32: x, or with SILU silu(gate) * up from x = [gate | up], rounded as silu_and_mul rounds them."
+    if SILU:
+        g = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        u = tl.load(x_ptr + offs + K, mask=mask, other=0.0).to(tl.float32)
+        s = (g / (1.0 + tl.exp(-g))).to(x_ptr.dtype.element_ty).to(tl.float32)
+        return (s * u).to(x_ptr.dtype.element_ty).to(tl.float32)    # a product of two bf16s is exact in fp32
+    return tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def _byte_split_kernel(x_ptr, hi_ptr, lo_ptr, s_ptr, K, stride_x, SILU: tl.constexpr, BLOCK: tl.constexpr):
     "A program a row: its scale s = max |x| / (127 * 256 + 127), then q = round(x / s) = 256 hi + lo in int8s."
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     amax, nan = tl.zeros([BLOCK], tl.float32), tl.zeros([BLOCK], tl.int32)
     for k in range(0, K, BLOCK):
-        x = tl.load(x_ptr + row * stride_x + k + cols, mask=k + cols < K, other=0.0).to(tl.float32)
+        x = _split_values(x_ptr, row * stride_x + k + cols, k + cols < K, K, SILU)
         amax, nan = tl.maximum(amax, tl.abs(x)), nan | (x != x).to(tl.int32)
     s = tl.maximum(tl.max(amax, 0), 1e-30) / (127 * 256 + 127)     # an inf makes s inf: the row's outputs not finite
     s = tl.where(tl.max(nan, 0) > 0, float("nan"), s)                  # a NaN makes them NaN, as in any product
     for k in range(0, K, BLOCK):
         m = k + cols < K
-        v = tl.load(x_ptr + row * stride_x + k + cols, mask=m, other=0.0).to(tl.float32) / s
+        v = _split_values(x_ptr, row * stride_x + k + cols, m, K, SILU) / s
         q = tl.where(v >= 0, v + 0.5, v - 0.5).to(tl.int32)          # to the nearest, halves away from zero
         lo = ((q + 128) & 255) - 128                                  # -128..127
         tl.store(lo_ptr + row * K + k + cols, lo.to(tl.int8), mask=m)
@@ -188,23 +199,18 @@ def _byte_split_kernel(x_ptr, hi_ptr, lo_ptr, s_ptr, K, stride_x, BLOCK: tl.cons
 
 
 @triton.jit
-def _byte_split_mm_kernel(hi_ptr, lo_ptr, sx_ptr, w_ptr, sw_ptr, b_ptr, out_ptr, M, N, K, stride_out,
-                          HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, BLOCK_M: tl.constexpr,
-                          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def _byte_split_mm_kernel(hi_desc, lo_desc, sx_ptr, w_desc, sw_ptr, b_ptr, out_ptr, M, N, K, stride_out,
+                          HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                          BLOCK_K: tl.constexpr, STAGES: tl.constexpr):
     pm, pn = tl.program_id(0), tl.program_id(1)
-    m, n, k = pm * BLOCK_M + tl.arange(0, BLOCK_M), pn * BLOCK_N + tl.arange(0, BLOCK_N), tl.arange(0, BLOCK_K)
-    mm, nm = m < M, n < N
     acc_hi = tl.zeros([BLOCK_M, BLOCK_N], tl.int32)                   # |sum| <= K * 128 * 127: exact up to K = 132k
     acc_lo = tl.zeros([BLOCK_M, BLOCK_N], tl.int32)
-    xo, wo = m.to(tl.int64)[:, None] * K + k[None, :], n.to(tl.int64)[:, None] * K + k[None, :]
-    for k0 in range(0, K, BLOCK_K):
-        if EVEN_K: wm, xm = nm[:, None], mm[:, None]
-        else: wm, xm = nm[:, None] & (k0 + k < K)[None, :], mm[:, None] & (k0 + k < K)[None, :]
-        w = tl.load(w_ptr + wo + k0, mask=wm, other=0)
-        h = tl.load(hi_ptr + xo + k0, mask=xm, other=0)
-        l = tl.load(lo_ptr + xo + k0, mask=xm, other=0)
-        acc_hi = tl.dot(h, tl.trans(w), acc_hi, out_dtype=tl.int32)
-        acc_lo = tl.dot(l, tl.trans(w), acc_lo, out_dtype=tl.int32)
+    for k in tl.range(0, K, BLOCK_K, num_stages=STAGES):                # tiles past the edges read as zeros
+        w = w_desc.load([pn * BLOCK_N, k])
+        acc_hi = tl.dot(hi_desc.load([pm * BLOCK_M, k]), tl.trans(w), acc_hi, out_dtype=tl.int32)
+        acc_lo = tl.dot(lo_desc.load([pm * BLOCK_M, k]), tl.trans(w), acc_lo, out_dtype=tl.int32)
+    m, n = pm * BLOCK_M + tl.arange(0, BLOCK_M), pn * BLOCK_N + tl.arange(0, BLOCK_N)
+    mm, nm = m < M, n < N
     y = acc_hi.to(tl.float32) * 256.0 + acc_lo.to(tl.float32)
     sw = tl.load(sw_ptr + n, mask=nm, other=0.0).to(tl.float32)
     y = y * tl.load(sx_ptr + m, mask=mm, other=0.0)[:, None] * sw[None, :]
@@ -213,35 +219,50 @@ def _byte_split_mm_kernel(hi_ptr, lo_ptr, sx_ptr, w_ptr, sw_ptr, b_ptr, out_ptr,
              mask=mm[:, None] & nm[None, :])
 
 
-BYTE_SPLIT_ROWS = (32, 256)        # a wide int8 layer's products of this many rows go through byte_split_mm
-BYTE_SPLIT_TILING = [              # (at most this many rows, tiling): the best at gate/up's width on an H200
-    (192, dict(block_m=64, block_n=64, block_k=128, num_warps=4, num_stages=4)),
-    (None, dict(block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=3))]
+def _kind(w) -> str:
+    "A layer by its weight's shape: wide (more than WIDE outputs: gate/up), deep (more inputs than outputs), narrow."
+    N, K = w.shape
+    return "wide" if N > WIDE else "deep" if K > N else "narrow"
 
 
-def byte_split(x):
-    "Each row of x (M, K) as int8 hi and lo (M, K) and an fp32 scale s (M,): x ~ s (256 hi + lo)."
+BYTE_SPLIT_ROWS = {"wide": (32, 256), "deep": (96, 256), "narrow": (96, 192)}   # int8 products of these many rows
+BYTE_SPLIT_TILING = {              # by kind, (at most this many rows, tiling): the best of a sweep on an H200
+    "wide": [(64, dict(block_m=64, block_n=64, block_k=128, num_warps=4, num_stages=4)),
+             (192, dict(block_m=64, block_n=128, block_k=128, num_warps=4, num_stages=3)),
+             (None, dict(block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=3))],
+    "deep": [(None, dict(block_m=64, block_n=64, block_k=256, num_warps=4, num_stages=4))],
+    "narrow": [(None, dict(block_m=64, block_n=64, block_k=256, num_warps=4, num_stages=4))]}
+
+
+def byte_split(x, silu=False):
+    """Each row of x (M, K) as int8 hi and lo (M, K) and an fp32 scale s (M,): x ~ s (256 hi + lo). With `silu`, x is
+    (M, 2K) = [gate | up] and the rows split are silu(gate) * up, as silu_and_mul rounds them."""
     x = x if x.stride(1) == 1 else x.contiguous()                # the kernel walks a row's values one by one
-    M, K = x.shape
+    M, K = x.shape[0], x.shape[1] // 2 if silu else x.shape[1]
     hi = torch.empty(M, K, dtype=torch.int8, device=x.device)
     lo, s = torch.empty_like(hi), torch.empty(M, dtype=torch.float32, device=x.device)
-    _byte_split_kernel[(M,)](x, hi, lo, s, K, x.stride(0), BLOCK=min(1024, triton.next_power_of_2(K)))
+    _byte_split_kernel[(M,)](x, hi, lo, s, K, x.stride(0), SILU=silu, BLOCK=min(1024, triton.next_power_of_2(K)))
     return hi, lo, s
 
 
-def byte_split_mm(x, w, scales, bias=None, **tiling):
+def byte_split_mm(x, w, scales, bias=None, silu=False, **tiling):
     """x @ W.T (+ bias) for x (M, K) and int8 W (N, K) with a scale per row, on int8 tensor cores: x split into two
-    bytes a value (byte_split), two integer products summed once. The result in x's dtype; `tiling` overrides
-    BYTE_SPLIT_TILING's entry."""
-    M, K = x.shape
-    N = w.shape[0]
-    t = {**next(t for rows, t in BYTE_SPLIT_TILING if rows is None or M <= rows), **tiling}
-    hi, lo, s = byte_split(x)
+    bytes a value (byte_split), two integer products summed once, every tile brought by TMA (K a multiple of 16).
+    With `silu`, x is (M, 2K) = [gate | up] and the product is silu(gate) * up @ W.T. The result in x's dtype;
+    `tiling` overrides BYTE_SPLIT_TILING's entry."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    hi, lo, s = byte_split(x, silu)
+    (M, K), N = hi.shape, w.shape[0]
+    if K % 16 or w.shape[1] != K: raise ValueError(f"byte_split_mm: K must be a multiple of 16 and W's width, got "
+                                                   f"{K} inputs and W of shape {tuple(w.shape)}")
+    t = {**next(t for rows, t in BYTE_SPLIT_TILING[_kind(w)] if rows is None or M <= rows), **tiling}
     out = torch.empty(M, N, dtype=x.dtype, device=x.device)
+    hd, ld = (TensorDescriptor.from_tensor(v, [t["block_m"], t["block_k"]]) for v in (hi, lo))
     _byte_split_mm_kernel[(triton.cdiv(M, t["block_m"]), triton.cdiv(N, t["block_n"]))](
-        hi, lo, s, w, scales, bias if bias is not None else scales, out, M, N, K, out.stride(0),
-        HAS_BIAS=bias is not None, EVEN_K=K % t["block_k"] == 0, BLOCK_M=t["block_m"], BLOCK_N=t["block_n"],
-        BLOCK_K=t["block_k"], num_warps=t["num_warps"], num_stages=t["num_stages"])
+        hd, ld, s, TensorDescriptor.from_tensor(w, [t["block_n"], t["block_k"]]), scales,
+        bias if bias is not None else scales, out, M, N, K, out.stride(0), HAS_BIAS=bias is not None,
+        BLOCK_M=t["block_m"], BLOCK_N=t["block_n"], BLOCK_K=t["block_k"], STAGES=t["num_stages"],
+        num_warps=t["num_warps"])
     return out
 
 
@@ -252,9 +273,9 @@ def _byte_split_here(x) -> bool:
 
 
 def _takes_byte_split(x, w) -> bool:
-    "Whether a layer sends this product to byte_split_mm: int8, more than WIDE outputs, BYTE_SPLIT_ROWS rows, here."
-    return (_bits(w) == 8 and w.shape[0] > WIDE and BYTE_SPLIT_ROWS[0] <= x.shape[0] <= BYTE_SPLIT_ROWS[1]
-            and _byte_split_here(x))
+    "Whether a layer sends the product of x's rows to byte_split_mm: int8, BYTE_SPLIT_ROWS of its kind, K % 16, here."
+    lo, hi = BYTE_SPLIT_ROWS[_kind(w)]
+    return _bits(w) == 8 and lo <= x.shape[0] <= hi and w.shape[1] % 16 == 0 and _byte_split_here(x)
 
 # %% ../nbs/05b_quant_kernels.ipynb #d9e1a002
 @triton.jit
@@ -308,9 +329,9 @@ QGEMV_MAX_M = 2         # rows up to which the GEMV reads the integers; qmm beyo
 
 
 class TritonQuantLinear(QuantLinear):
-    """QuantLinear whose forward reads the integers in Triton kernels: the GEMV for a few rows, qmm, qmm_tma or (a wide
-    int8 layer) byte_split_mm for more; from DEQUANT_MIN_M[bits] rows (DEQUANT_MIN_M_WIDE[bits] for a wide layer), the
-    weight rebuilt for cuBLAS."""
+    """QuantLinear whose forward reads the integers in Triton kernels: the GEMV for a few rows, then (int8)
+    byte_split_mm at BYTE_SPLIT_ROWS of the layer's kind, qmm_tma or qmm; from DEQUANT_MIN_M[bits] rows
+    (DEQUANT_MIN_M_WIDE[bits] for a wide layer), the weight rebuilt for cuBLAS."""
     def forward(self, x):
         x2 = x.reshape(-1, self.in_features).contiguous()              # (M, K)
         q = dict(scales=self.scales, zeros=self.zeros, group_size=self.group_size)
@@ -321,3 +342,11 @@ class TritonQuantLinear(QuantLinear):
         elif _takes_tma(x2, self.qweight): y = qmm_tma(x2, self.qweight, self.scales, self.bias)
         else: y = qmm(x2, self.qweight, bias=self.bias, **q)
         return y.reshape(*x.shape[:-1], self.out_features)
+
+    def forward_gated(self, gu):
+        """self(silu(gate) * up) for gu = [gate | up] (..., 2K): SwiGLU's gate applied as byte_split writes the
+        inputs when the product goes to byte_split_mm, else by silu_and_mul (04g's MLP asks for this)."""
+        gu2 = gu.reshape(-1, 2 * self.in_features)
+        if gu2.shape[0] <= QGEMV_MAX_M or not _takes_byte_split(gu2, self.qweight): return self(silu_and_mul(gu))
+        y = byte_split_mm(gu2, self.qweight, self.scales, self.bias, silu=True)
+        return y.reshape(*gu.shape[:-1], self.out_features)

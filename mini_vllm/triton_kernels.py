@@ -139,7 +139,10 @@ class TritonRMSNorm(RMSNorm):
     def forward(self, x, residual=None): return rms_norm(x, self.weight, self.eps, residual)
 
 class TritonLlamaMLP(LlamaMLP):
-    def forward(self, x): return self.down_proj(silu_and_mul(self.gate_up_proj(x)))
+    def forward(self, x):
+        gu = self.gate_up_proj(x)
+        if hasattr(self.down_proj, "forward_gated"): return self.down_proj.forward_gated(gu)   # gates itself (05b)
+        return self.down_proj(silu_and_mul(gu))
 
 class TritonLlamaAttention(LlamaAttention):
     def forward(self, x, cos, sin, attn):                          # x (N, C); attn: TritonPagedAttention
