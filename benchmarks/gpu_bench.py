@@ -547,6 +547,8 @@ def main(argv=None):
     p.add_argument("--no-gated-split", action="store_true",
                    help="int8's down projection splits silu_and_mul's output in a kernel of its own instead of "
                         "applying SwiGLU's gate as it splits (TritonQuantLinear.forward_gated off)")
+    p.add_argument("--no-norm-split", action="store_true",
+                   help="int8: no norm splits the next layer's inputs (quant_kernels.fuse_byte_split left out)")
     p.add_argument("--dequant-min-m", type=int, default=None,
                    help="over quant_kernels.DEQUANT_MIN_M and DEQUANT_MIN_M_WIDE, both formats: rows from which a layer rebuilds its weight for cuBLAS")
     p.add_argument("--qmm-tiling", default=None, help='JSON {"rows": {key: value}} over the entries of quant_kernels.QMM_TILING')
@@ -574,6 +576,10 @@ def main(argv=None):
         from mini_vllm import quant_kernels as qk
         del qk.TritonQuantLinear.forward_gated
         RESULTS["gated_split"] = False
+    if args.no_norm_split:                                          # chapter 05's norms that split: left out
+        from mini_vllm import quant_kernels as qk
+        qk.fuse_byte_split = lambda model: 0
+        RESULTS["norm_split"] = False
     if args.dequant_min_m is not None:                              # chapter 05's prompts: weight rebuilt from these rows
         from mini_vllm import quant_kernels as qk
         qk.DEQUANT_MIN_M = qk.DEQUANT_MIN_M_WIDE = {8: args.dequant_min_m, 4: args.dequant_min_m}

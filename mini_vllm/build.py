@@ -41,6 +41,9 @@ def _quantize(model, quantization: str, attention_backend: str, **grid):
     if attention_backend == "triton":
         from mini_vllm.quant_kernels import TritonQuantLinear as linear_cls
     quantize_model(model, quantization, linear_cls=linear_cls, **grid)
+    if attention_backend == "triton":                          # int8: norms that split the next layer's inputs (05b)
+        from mini_vllm.quant_kernels import fuse_byte_split
+        fuse_byte_split(model)
     if next(model.parameters()).is_cuda:
         torch.cuda.empty_cache()                               # the full-precision weights are gone
 
