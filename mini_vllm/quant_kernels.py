@@ -408,7 +408,8 @@ class ByteSplitRMSNorm(TritonRMSNorm):
     def forward(self, x, residual=None):
         x2 = x.reshape(-1, x.shape[-1])
         if not _takes_byte_split(x2, self.feeds.qweight, split_before=True): return super().forward(x, residual)
-        (M, C), res_out = x2.shape, torch.empty_like(x2) if residual is not None else x2
+        M, C = x2.shape
+        res_out = torch.empty(M, C, dtype=x.dtype, device=x.device) if residual is not None else x2   # rows packed
         hi = torch.empty(M, C, dtype=torch.int8, device=x.device)
         lo, s = torch.empty_like(hi), torch.empty(M, dtype=torch.float32, device=x.device)
         r2 = residual.reshape(-1, C) if residual is not None else x2
