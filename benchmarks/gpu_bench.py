@@ -542,8 +542,8 @@ def main(argv=None):
     p.add_argument("--quant-tiling", default=None, help='JSON {"bits,rows,kind": tiling} over small_batch.QUANT_TILING')
     p.add_argument("--qmm-tma-rows", default=None, help="LO,HI over quant_kernels.QMM_TMA_ROWS (0,0: never through TMA)")
     p.add_argument("--byte-split-rows", default=None,
-                   help='over quant_kernels.BYTE_SPLIT_ROWS: LO,HI for every kind (0,0: no int8 layer through '
-                        'byte_split_mm), or JSON {"kind": [LO, HI]} for some (wide, deep, narrow)')
+                   help='over quant_kernels.BYTE_SPLIT_ROWS: LO,HI for every kind, or JSON {"kind": [LO, HI]} for '
+                        'some (wide, deep, narrow); 0,0 with --no-norm-split: no int8 layer through byte_split_mm')
     p.add_argument("--no-gated-split", action="store_true",
                    help="int8's down projection splits silu_and_mul's output in a kernel of its own instead of "
                         "applying SwiGLU's gate as it splits (TritonQuantLinear.forward_gated off)")

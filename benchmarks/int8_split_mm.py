@@ -7,7 +7,7 @@ also `torch._int_mm` (cuBLASLt) twice, for the product alone, and one int8 produ
 weight-only) as a floor.
   python3 benchmarks/int8_split_mm.py --out $OUT/split.json [--ms 128,256] [--short] [--tma] [--tma-only]
 The kernels here are where the idea was first timed (with a W8A8 switch the package has no use for); chapter 05b's
-`byte_split` and `byte_split_mm` are the package's, with BYTE_SPLIT_TILING taken from this sweep at gate/up's width.
+`byte_split` and `byte_split_mm` are the package's, with BYTE_SPLIT_TILING (by kind of layer) from the --tma-only sweep.
 """
 import argparse, itertools, json, os, sys, time
 from pathlib import Path
@@ -169,6 +169,7 @@ def main():
                         print(name, M, "tma", cfg, type(ex).__name__, str(ex)[:100], flush=True); continue
                     r["tma_all"][",".join(map(str, cfg))] = round(us, 3)
                     assert e < 2e-2, (name, M, cfg, e)
+                if not r["tma_all"]: continue                # no tiling compiled (printed above)
                 best = min(r["tma_all"], key=r["tma_all"].get)
                 r["split_tma"], r["tma_cfg"] = r["tma_all"][best], best
                 print(M, name, json.dumps({k: v for k, v in r.items() if k != "tma_all"}), flush=True)
