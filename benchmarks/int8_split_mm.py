@@ -123,6 +123,20 @@ SHORT = [(64, 64, 128, 4, 3), (64, 64, 128, 4, 4), (64, 64, 256, 4, 4), (64, 128
 # the tilings that won at 256 rows, and 32-row ones for fewer rows (--short)
 
 
+def sweep(fn, configs, split, qls, err, tag):
+    """{tiling: (µs, error)} of fn(hi, lo, sx, w, scales, tiling), each call on its own copy of the weights in one CUDA
+    graph, over the tilings that compile (the others printed: too much shared memory)."""
+    from gpu_bench import graph_us  # noqa: E402
+    out = {}
+    for cfg in configs:
+        try:
+            e = err(fn(*split, qls[0].qweight, qls[0].scales, cfg))
+            out[cfg] = (graph_us([lambda l=l: fn(*split, l.qweight, l.scales, cfg) for l in qls]), e)
+        except Exception as ex:  # noqa: BLE001
+            print(tag, cfg, type(ex).__name__, str(ex)[:100], flush=True)
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
@@ -157,21 +171,18 @@ def main():
             ref = F.linear(x, ws[0]).float()
             err = lambda y: ((y.float() - ref).abs().max() / ref.abs().max()).item()
             hi, lo, sx = split_rows(x)
+            tiled = lambda fn, configs: sweep(fn, configs, (hi, lo, sx), qls, err, f"{name} {M}")
+            best = lambda found: min(((us, cfg, e) for cfg, (us, e) in found.items()), default=None)
             if args.tma_only:
                 r = row[name] = dict(kernel=graph_us([lambda l=l: l(x) for l in qls]),
                                      cublas=graph_us([lambda w=w: F.linear(x, w) for w in ws]),
-                                     split_rows=graph_us([lambda: split_rows(x)] * 8), tma_all={})
-                for cfg in TMA_CONFIGS_64:
-                    try:
-                        e = err(split_mm_tma(hi, lo, sx, qls[0].qweight, qls[0].scales, cfg))
-                        us = graph_us([lambda l=l: split_mm_tma(hi, lo, sx, l.qweight, l.scales, cfg) for l in qls])
-                    except Exception as ex:  # noqa: BLE001
-                        print(name, M, "tma", cfg, type(ex).__name__, str(ex)[:100], flush=True); continue
-                    r["tma_all"][",".join(map(str, cfg))] = round(us, 3)
-                    assert e < 2e-2, (name, M, cfg, e)
-                if not r["tma_all"]: continue                # no tiling compiled (printed above)
-                best = min(r["tma_all"], key=r["tma_all"].get)
-                r["split_tma"], r["tma_cfg"] = r["tma_all"][best], best
+                                     split_rows=graph_us([lambda: split_rows(x)] * 8))
+                found = tiled(split_mm_tma, TMA_CONFIGS_64)
+                assert all(e < 2e-2 for _, e in found.values()), (name, M, found)
+                r["tma_all"] = {",".join(map(str, cfg)): round(us, 3) for cfg, (us, _) in found.items()}
+                if not found: continue                       # no tiling compiled (printed above)
+                r["split_tma"], cfg, _ = best(found)
+                r["tma_cfg"] = ",".join(map(str, cfg))
                 print(M, name, json.dumps({k: v for k, v in r.items() if k != "tma_all"}), flush=True)
                 continue
             r = row[name] = dict(kernel=graph_us([lambda l=l: l(x) for l in qls]),
@@ -180,28 +191,13 @@ def main():
                                  int_mm2=graph_us([lambda l=l: (torch._int_mm(hi, l.qweight.t()),
                                                                 torch._int_mm(lo, l.qweight.t())) for l in qls]))
             r["err_kernel"] = err(qls[0](x))
-            best = None
-            for cfg in (SHORT if args.short else CONFIGS[:args.configs]):
-                try:
-                    e = err(split_mm(hi, lo, sx, qls[0].qweight, qls[0].scales, cfg))
-                    us = graph_us([lambda l=l: split_mm(hi, lo, sx, l.qweight, l.scales, cfg) for l in qls])
-                except Exception as ex:  # noqa: BLE001  (a tiling that does not fit in shared memory)
-                    print(name, M, cfg, type(ex).__name__, str(ex)[:100], flush=True); continue
-                if best is None or us < best[0]: best = (us, cfg, e)
-            r["split_mm"], r["split_cfg"], r["err_split"] = best
-            r["w8a8"] = graph_us([lambda l=l: split_mm(hi, lo, sx, l.qweight, l.scales, best[1], two=False)
+            r["split_mm"], r["split_cfg"], r["err_split"] = b = best(tiled(split_mm, SHORT if args.short
+                                                                           else CONFIGS[:args.configs]))
+            r["w8a8"] = graph_us([lambda l=l: split_mm(hi, lo, sx, l.qweight, l.scales, b[1], two=False)
                                   for l in qls])
             if args.tma:
                 r["package"] = graph_us([lambda l=l: qk.byte_split_mm(x, l.qweight, l.scales) for l in qls])
-                best = None
-                for cfg in TMA_CONFIGS:
-                    try:
-                        e = err(split_mm_tma(hi, lo, sx, qls[0].qweight, qls[0].scales, cfg))
-                        us = graph_us([lambda l=l: split_mm_tma(hi, lo, sx, l.qweight, l.scales, cfg) for l in qls])
-                    except Exception as ex:  # noqa: BLE001
-                        print(name, M, "tma", cfg, type(ex).__name__, str(ex)[:100], flush=True); continue
-                    if best is None or us < best[0]: best = (us, cfg, e)
-                r["split_tma"], r["tma_cfg"], r["err_tma"] = best
+                r["split_tma"], r["tma_cfg"], r["err_tma"] = best(tiled(split_mm_tma, TMA_CONFIGS))
             print(M, name, json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in r.items()}),
                   flush=True)
             torch.cuda.empty_cache()
