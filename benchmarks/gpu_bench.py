@@ -574,11 +574,11 @@ def main(argv=None):
         RESULTS["byte_split_rows"] = qk.BYTE_SPLIT_ROWS
     if args.no_gated_split:                                         # the gate by silu_and_mul, then the split
         from mini_vllm import quant_kernels as qk
-        del qk.TritonQuantLinear.forward_gated
+        qk.ByteSplitMLP.forward = qk.TritonLlamaMLP.forward
         RESULTS["gated_split"] = False
     if args.no_norm_split:                                          # chapter 05's norms that split: left out
         from mini_vllm import quant_kernels as qk
-        qk.fuse_byte_split = lambda model: 0
+        qk.ByteSplitRMSNorm.forward = qk.TritonRMSNorm.forward
         RESULTS["norm_split"] = False
     if args.dequant_min_m is not None:                              # chapter 05's prompts: weight rebuilt from these rows
         from mini_vllm import quant_kernels as qk

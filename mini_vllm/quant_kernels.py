@@ -7,7 +7,8 @@ Docs: https://mini-vllm.github.io/mini_vllm/quant_kernels.html.md"""
 # %% auto #0
 __all__ = ['QMM_TILING', 'QMM_TMA_ROWS', 'WIDE', 'QMM_TMA_TILING', 'BYTE_SPLIT_ROWS', 'NORM_SPLIT_ROWS', 'BYTE_SPLIT_TILING',
            'DEQUANT_MIN_M', 'DEQUANT_MIN_M_WIDE', 'QGEMV_MAX_M', 'qmm_split', 'qmm', 'qmm_tma', 'ByteSplit',
-           'byte_split', 'byte_split_mm', 'rebuild', 'TritonQuantLinear', 'ByteSplitRMSNorm', 'fuse_byte_split']
+           'byte_split', 'byte_split_mm', 'rebuild', 'TritonQuantLinear', 'ByteSplitRMSNorm', 'ByteSplitMLP',
+           'fuse_byte_split']
 
 # %% ../nbs/05b_quant_kernels.ipynb #c5263605
 import math
@@ -19,7 +20,7 @@ import torch.nn.functional as F
 from .quantization import QuantLinear
 from .small_batch import _bits, _int4_weights, _int8_weights, _row_len, gemv
 from .triton_attention import _arrival_counts
-from .triton_kernels import TritonRMSNorm, num_sms, silu_and_mul, tl, triton   # as 04g set Triton up
+from .triton_kernels import TritonLlamaMLP, TritonRMSNorm, _rms_norm_row, num_sms, silu_and_mul, tl, triton
 
 # %% ../nbs/05b_quant_kernels.ipynb #43f60fba
 @triton.jit
@@ -371,7 +372,7 @@ class TritonQuantLinear(QuantLinear):
 
     def forward_gated(self, gu):
         """self(silu(gate) * up) for gu = [gate | up] (..., 2K): SwiGLU's gate applied as byte_split writes the
-        inputs when the product goes to byte_split_mm, else by silu_and_mul (04g's MLP asks for this)."""
+        inputs when the product goes to byte_split_mm, else by silu_and_mul (ByteSplitMLP asks for this)."""
         gu2 = gu.reshape(-1, 2 * self.in_features)
         if gu2.shape[0] <= QGEMV_MAX_M or not _takes_byte_split(gu2, self.qweight): return self(silu_and_mul(gu))
         y = byte_split_mm(gu2, self.qweight, self.scales, self.bias, silu=True)
@@ -383,16 +384,9 @@ def _rms_norm_split_kernel(x_ptr, res_ptr, w_ptr, hi_ptr, lo_ptr, s_ptr, res_out
                            stride_r, HAS_RES: tl.constexpr, BLOCK: tl.constexpr):
     "04g's RMSNorm of a row (after the residual), rounded as rms_norm rounds it, then written as byte_split writes it."
     row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
-    if HAS_RES:
-        x = x + tl.load(res_ptr + row * stride_r + cols, mask=mask, other=0.0).to(tl.float32)
-        x = x.to(res_out_ptr.dtype.element_ty)
-        tl.store(res_out_ptr + row * n_cols + cols, x, mask=mask)
-        x = x.to(tl.float32)
-    y = (x * tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)).to(x_ptr.dtype.element_ty).to(tl.float32)
-    y = (tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32) * y).to(x_ptr.dtype.element_ty).to(tl.float32)
+    y, cols, mask = _rms_norm_row(x_ptr, res_ptr, w_ptr, res_out_ptr, row, eps, n_cols, stride_x, stride_r, HAS_RES,
+                                  BLOCK)
+    y = y.to(x_ptr.dtype.element_ty).to(tl.float32)                  # as rms_norm writes it
     s = _row_scale(tl.abs(y), (y != y).to(tl.int32))
     _store_bytes(hi_ptr, lo_ptr, row * n_cols + cols, y / s, mask)
     tl.store(s_ptr + row, s)
@@ -420,16 +414,30 @@ class ByteSplitRMSNorm(TritonRMSNorm):
         return split if residual is None else (split, res_out.view(x.shape))
 
 
+class ByteSplitMLP(TritonLlamaMLP):
+    "04g's MLP, the same two layers, whose int8 down projection applies SwiGLU's gate itself (forward_gated)."
+    def __init__(self, mlp: TritonLlamaMLP):
+        torch.nn.Module.__init__(self)
+        self.gate_up_proj, self.down_proj = mlp.gate_up_proj, mlp.down_proj
+
+    def forward(self, x): return self.down_proj.forward_gated(self.gate_up_proj(x))
+
+
+def _int8(layer) -> bool: return isinstance(layer, TritonQuantLinear) and layer.bits == 8
+
+
 def fuse_byte_split(model) -> int:
-    """Put a ByteSplitRMSNorm before each int8 TritonQuantLinear q, k, v and gate/up of a Llama built of 04g's
-    modules; returns how many norms it replaced."""
+    """In a Llama built of 04g's modules, put a ByteSplitRMSNorm before each int8 TritonQuantLinear q, k, v and
+    gate/up, and a ByteSplitMLP around each int8 down projection; returns how many modules it replaced."""
     done = 0
     for layer in model.modules():
         if not (hasattr(layer, "input_layernorm") and hasattr(layer, "self_attn")): continue
+        if type(getattr(layer, "mlp", None)) is TritonLlamaMLP and _int8(layer.mlp.down_proj):
+            layer.mlp = ByteSplitMLP(layer.mlp)
+            done += 1
         for norm, feeds in (("input_layernorm", getattr(layer.self_attn, "qkv_proj", None)),
                             ("post_attention_layernorm", getattr(getattr(layer, "mlp", None), "gate_up_proj", None))):
-            if (type(getattr(layer, norm, None)) is TritonRMSNorm and isinstance(feeds, TritonQuantLinear)
-                    and feeds.bits == 8):
+            if type(getattr(layer, norm, None)) is TritonRMSNorm and _int8(feeds):
                 setattr(layer, norm, ByteSplitRMSNorm(getattr(layer, norm), feeds))
                 done += 1
     return done

@@ -47,9 +47,10 @@ def _pdl(pdl: bool) -> dict:
 
 # %% ../nbs/04g_triton_kernels.ipynb #94fc31c7
 @triton.jit
-def _rms_norm_kernel(x_ptr, res_ptr, w_ptr, out_ptr, res_out_ptr, eps, n_cols, stride_x, stride_r,
-                     HAS_RES: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+def _rms_norm_row(x_ptr, res_ptr, w_ptr, res_out_ptr, row, eps, n_cols, stride_x, stride_r, HAS_RES: tl.constexpr,
+                  BLOCK: tl.constexpr):
+    """Row `row` of x (with HAS_RES: plus the residual's, stored as the new residual) normalized and times w, rounded
+    to x's dtype after each step as the model computes it; with the columns and their mask."""
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
@@ -59,9 +60,17 @@ def _rms_norm_kernel(x_ptr, res_ptr, w_ptr, out_ptr, res_out_ptr, eps, n_cols, s
         tl.store(res_out_ptr + row * n_cols + cols, x, mask=mask)
         x = x.to(tl.float32)
     var = tl.sum(x * x, axis=0) / n_cols
-    y = (x * tl.rsqrt(var + eps)).to(out_ptr.dtype.element_ty)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
-    tl.store(out_ptr + row * n_cols + cols, w * y, mask=mask)
+    y = (x * tl.rsqrt(var + eps)).to(x_ptr.dtype.element_ty)
+    return tl.load(w_ptr + cols, mask=mask, other=0.0) * y, cols, mask
+
+
+@triton.jit
+def _rms_norm_kernel(x_ptr, res_ptr, w_ptr, out_ptr, res_out_ptr, eps, n_cols, stride_x, stride_r,
+                     HAS_RES: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    y, cols, mask = _rms_norm_row(x_ptr, res_ptr, w_ptr, res_out_ptr, row, eps, n_cols, stride_x, stride_r, HAS_RES,
+                                  BLOCK)
+    tl.store(out_ptr + row * n_cols + cols, y, mask=mask)
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None = None):
     "RMSNorm of x (or of x + residual, returning the new residual too) over the last dim."
@@ -139,10 +148,7 @@ class TritonRMSNorm(RMSNorm):
     def forward(self, x, residual=None): return rms_norm(x, self.weight, self.eps, residual)
 
 class TritonLlamaMLP(LlamaMLP):
-    def forward(self, x):
-        gu = self.gate_up_proj(x)
-        if hasattr(self.down_proj, "forward_gated"): return self.down_proj.forward_gated(gu)   # gates itself (05b)
-        return self.down_proj(silu_and_mul(gu))
+    def forward(self, x): return self.down_proj(silu_and_mul(self.gate_up_proj(x)))
 
 class TritonLlamaAttention(LlamaAttention):
     def forward(self, x, cos, sin, attn):                          # x (N, C); attn: TritonPagedAttention
