@@ -546,9 +546,9 @@ def main(argv=None):
                         'some (wide, deep, narrow); 0,0 with --no-norm-split: no int8 layer through byte_split_mm')
     p.add_argument("--no-gated-split", action="store_true",
                    help="int8's down projection splits silu_and_mul's output in a kernel of its own instead of "
-                        "applying SwiGLU's gate as it splits (TritonQuantLinear.forward_gated off)")
+                        "applying SwiGLU's gate as it splits (quant_kernels.ByteSplitMLP as 04g's MLP)")
     p.add_argument("--no-norm-split", action="store_true",
-                   help="int8: no norm splits the next layer's inputs (quant_kernels.fuse_byte_split left out)")
+                   help="int8: no norm splits the next layer's inputs (quant_kernels.ByteSplitRMSNorm as 04g's norm)")
     p.add_argument("--dequant-min-m", type=int, default=None,
                    help="over quant_kernels.DEQUANT_MIN_M and DEQUANT_MIN_M_WIDE, both formats: rows from which a layer rebuilds its weight for cuBLAS")
     p.add_argument("--qmm-tiling", default=None, help='JSON {"rows": {key: value}} over the entries of quant_kernels.QMM_TILING')
