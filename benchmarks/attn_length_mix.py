@@ -11,7 +11,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent)); sys.path.insert(0, str(HERE))
 import torch
-from mini_vllm import triton_attention as ta
+from mini_vllm.fast import triton_attention as ta
 from mini_vllm.loading import ModelConfig
 from mini_vllm.paged_attention import AttentionMetadata, PagedKVCache
 from gpu_bench import graph_us

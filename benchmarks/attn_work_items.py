@@ -14,7 +14,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent)); sys.path.insert(0, str(HERE))
 import torch
-from mini_vllm import triton_attention as ta
+from mini_vllm.fast import triton_attention as ta
 from attn_length_mix import B, MAX_LEN, step
 from gpu_bench import graph_us
 

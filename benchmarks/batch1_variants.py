@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gpu_bench import back_to_back_ms  # noqa: E402
 from workload import tinyllama_config_dir  # noqa: E402
 from mini_vllm import LLM, SamplingParams  # noqa: E402
-from mini_vllm import small_batch as sb, triton_attention as ta  # noqa: E402
+from mini_vllm.fast import small_batch as sb, triton_attention as ta  # noqa: E402
 
 ORIG = dict(attend=ta.paged_decode_attention, partition=ta.decode_partition, decode=dict(ta.DECODE_TILING),
             gemv=dict(sb.GEMV_TILING), quant=dict(sb.QUANT_TILING))
@@ -60,7 +60,7 @@ def measure(cfg_dir, prompt, quantization, setup) -> dict:
             torch.cuda.synchronize(); t0 = time.perf_counter(); run(n); torch.cuda.synchronize()
             t[n] = time.perf_counter() - t0
         best = min(best, (t[513] - t[1]) / 512 * 1e3)
-    graph = back_to_back_ms(llm.llm_engine.runner.graphs[1], reps=200)
+    graph = back_to_back_ms(llm.llm_engine.core.runner.graphs[1], reps=200)
     del llm; gc.collect(); torch.cuda.empty_cache()
     return dict(ms_per_token=best, graph_ms=graph)
 

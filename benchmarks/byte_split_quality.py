@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from mini_vllm.loading import load_tokenizer
 from mini_vllm.model import CausalAttention, load_model
-from mini_vllm.quantization import QuantLinear, quantize_model
+from mini_vllm.quant.quantization import QuantLinear, quantize_model
 
 Q_MAX = 127 * 256 + 127
 def rows16(x):

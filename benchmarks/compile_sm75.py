@@ -6,7 +6,7 @@ PTX, and, for the attention kernels, smaller tilings. Run from the repo root:
 import os, sys
 os.environ["TRITON_INTERPRET"] = "0"
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from mini_vllm import triton_attention as ta, triton_kernels as tk, small_batch as sb, cuda_graphs as cg
+from mini_vllm.fast import triton_attention as ta, triton_kernels as tk, small_batch as sb, cuda_graphs as cg
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource

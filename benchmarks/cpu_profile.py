@@ -29,7 +29,7 @@ class Clock:
     """Seconds spent in the model's linear layers (GEMMs) and in its attention calls, by wall clock around each call:
     on a CPU every op runs before its call returns. (torch.profiler slowed the prompt steps of this workload 3-9x.)"""
     def __init__(self, llm):
-        self.runner, self.gemm, self.attention, self.hooks = llm.llm_engine.runner, 0.0, 0.0, []
+        self.runner, self.gemm, self.attention, self.hooks = llm.llm_engine.core.runner, 0.0, 0.0, []
         for m in self.runner.model.modules():
             if type(m).__name__ in ("Linear", "PackedLinear"):
                 self.hooks.append(m.register_forward_pre_hook(self._start))
@@ -54,7 +54,7 @@ class Clock:
 def run_workload(llm, work, SamplingParams, parts=None) -> tuple[float, int, dict]:
     """Generate the workload; seconds, output tokens, and per kind of step: count, seconds, tokens. With `parts` (a
     dict), linear layers and attention are timed too, and `parts[kind]` sums each category's milliseconds."""
-    runner = llm.llm_engine.runner
+    runner = llm.llm_engine.core.runner
     llm.reset_prefix_cache()                                    # every pass computes every prompt
     execute, steps = runner.execute, defaultdict(lambda: [0, 0.0, 0])
     clock = Clock(llm) if parts is not None else None
@@ -94,7 +94,7 @@ def main(argv=None):
     work, one = cpu_workload(), cpu_workload(n=1, prompt=(128, 128), output=(128, 128), seed=2)
     run_workload(llm, work[:2], SamplingParams)                                    # warm-up
     res = dict(env=dict(machine=f"{platform.machine()}, {os.cpu_count()} cores", torch=torch.__version__,
-                        threads=torch.get_num_threads(), attention=llm.llm_engine.runner.attn_cls.__name__,
+                        threads=torch.get_num_threads(), attention=llm.llm_engine.core.runner.attn_cls.__name__,
                         commit=os.popen("git rev-parse --short HEAD").read().strip(),
                         command="benchmarks/cpu_profile.py " + " ".join(argv if argv is not None else sys.argv[1:])))
     for name, w in (("workload", work), ("batch1", one)):

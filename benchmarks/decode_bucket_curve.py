@@ -35,7 +35,7 @@ def cublas_curve(ms):
 
 
 def graph_curve(ms, reps=20):
-    from mini_vllm import LLM, cuda_graphs as cg
+    from mini_vllm import LLM; from mini_vllm.fast import cuda_graphs as cg
     orig = cg.graph_buckets
     cg.graph_buckets = lambda B: list(ms)                     # every size asked for, captured
     try:
@@ -43,7 +43,7 @@ def graph_curve(ms, reps=20):
                   max_num_seqs=max(ms), max_model_len=2048)
     finally:
         cg.graph_buckets = orig
-    runner, out = llm.llm_engine.runner, {}
+    runner, out = llm.llm_engine.core.runner, {}
     for M in ms:                                              # every row padding (as after capture): seq_len 1
         out[M] = round(min(back_to_back_ms(runner.graphs[M], reps) for _ in range(3)) * 1e3, 1)   # best of three
     return out

@@ -14,7 +14,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent)); sys.path.insert(0, str(HERE))
 import torch
-import mini_vllm.triton_attention as ta
+import mini_vllm.fast.triton_attention as ta
 from mini_vllm import LLM, SamplingParams
 from workload import public_workload, tinyllama_config_dir
 

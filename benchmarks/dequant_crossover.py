@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1])); sys.path.insert(0,
 import torch
 import torch.nn.functional as F
 from gpu_bench import graph_us  # noqa: E402  (calls recorded into one CUDA graph, us per call)
-from mini_vllm import quant_kernels as qk  # noqa: E402
+from mini_vllm.quant import quant_kernels as qk  # noqa: E402
 
 SHAPES = {"qkv": (2560, 2048), "o": (2048, 2048), "gate_up": (11264, 2048), "down": (2048, 5632)}
 WAYS = ("kernel", "rebuild_mm", "rebuild", "cublas")

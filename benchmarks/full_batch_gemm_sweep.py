@@ -101,7 +101,7 @@ def main():
         N, K = SHAPES[name]
         copies = max(4, min(32, (400 << 20) // (N * K * 2)))                 # 400 MB of weights: beyond L2
         if a.int8:                                                          # half the bytes: twice the copies
-            from mini_vllm.quant_kernels import qmm
+            from mini_vllm.quant.quant_kernels import qmm
             scales = torch.rand(N, device="cuda", dtype=torch.bfloat16) / 100 + 1e-3
             ws = [torch.randint(-127, 128, (N, K), dtype=torch.int8, device="cuda") for _ in range(copies * 2)]
         else:

@@ -71,7 +71,7 @@ def sec_env(args):
 
 def _pdl_on() -> bool:
     "Whether the kernels launch with programmatic dependent launch here (Hopper and later)."
-    from mini_vllm import triton_kernels as tk
+    from mini_vllm.fast import triton_kernels as tk
     return bool(tk.PDL and tk.pdl_supported())
 
 
@@ -103,7 +103,7 @@ def _random_step(B, ctx_lo, ctx_hi, q_len_of, H=32, HKV=4, D=64, bs=16, dtype=No
 
 
 def sec_kernels(args):
-    from mini_vllm import triton_attention as ta, triton_kernels as tk
+    from mini_vllm.fast import triton_attention as ta, triton_kernels as tk
     from mini_vllm.model import RMSNorm, apply_rope
     from mini_vllm.paged_attention import PagedKVCache, TorchPagedAttention
     out, dt, dev = {}, DTYPE, "cuda"
@@ -153,7 +153,7 @@ def back_to_back_ms(fn, reps=30) -> float:
 
 def sec_attnbw(args):
     "Decode attention bandwidth at 256 requests: sweep the tiling, keep the best for the engine runs that follow."
-    from mini_vllm import triton_attention as ta
+    from mini_vllm.fast import triton_attention as ta
     copy_bw = RESULTS.get("copy", {}).get("gb_per_s")
     cache, meta, q, k, v, seq, ql = _random_step(256, 1024, 1024, lambda i: 1)
     kv_bytes = sum(seq) * 4 * 64 * 2 * 2                                  # K and V, 2 bytes each, 4 KV heads of 64
@@ -195,8 +195,8 @@ def sec_gemv(args):
     """Small-batch GEMV (04i) against cuBLAS at TinyLlama's shapes, bf16, inside CUDA graphs, each call on its own
     copy of the weights (so that they stream from HBM, not from the 60 MB L2): a tiling sweep, the fused variants,
     and their errors against the unfused path."""
-    from mini_vllm import small_batch as sb
-    from mini_vllm import triton_attention as ta, triton_kernels as tk
+    from mini_vllm.fast import small_batch as sb
+    from mini_vllm.fast import triton_attention as ta, triton_kernels as tk
     from mini_vllm.loading import ModelConfig
     from mini_vllm.model import rope_tables
     dt, dev, res = DTYPE, "cuda", {}
@@ -299,14 +299,14 @@ def sec_correct(args):
         outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=100, ignore_eos=True), use_tqdm=False)
         same = [o.outputs[0].token_ids == hf_greedy(ref, p, 100) for p, o in zip(prompts, outs)]
         res[label] = dict(prompts=len(prompts), tokens=100, identical=sum(same), max_num_seqs=max_num_seqs,
-                          round_trips_from_step_run_ahead=llm.llm_engine.runner.ahead_used,
-                          model_class=type(llm.llm_engine.model.model).__name__)
+                          round_trips_from_step_run_ahead=llm.llm_engine.core.runner.ahead_used,
+                          model_class=type(llm.llm_engine.core.model.model).__name__)
         del llm; torch.cuda.empty_cache()
     del ref
     # 2. TinyLlama-shape random weights in --dtype, through the GPU engine (CUDA graphs, several steps per round trip)
     cfg_dir = tinyllama_config_dir(tmp / "tinyllama")
     from transformers import AutoConfig
-    from mini_vllm import triton_kernels as tk
+    from mini_vllm.fast import triton_kernels as tk
     torch.manual_seed(0)
     ref = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(cfg_dir), dtype=DTYPE).to("cuda").eval()
     ref.save_pretrained(tmp / "tinyllama_w")
@@ -363,10 +363,10 @@ def sec_thru(args):
         s = llm.stats()
         key = label if label not in res else f"{label}_run{sum(k.startswith(label) for k in res) + 1}"   # a repeated variant
         res[key] = dict(kw=kw, seconds=dt, output_tokens=n_out, output_tok_per_s=n_out / dt, init_seconds=t_init,
-                        quantization=args.quantization, weight_bytes=llm.llm_engine.weight_bytes,
+                        quantization=args.quantization, weight_bytes=llm.llm_engine.core.weight_bytes,
                         total_tok_per_s=(n_out + res["workload"]["prompt_tokens"]) / dt,
                         num_preemptions=s["num_preemptions"], kv_blocks_total=s["kv_blocks_total"],
-                        compiles_in_timed_run=compiled, round_trips_from_step_run_ahead=getattr(llm.llm_engine.runner, "ahead_used", None))
+                        compiles_in_timed_run=compiled, round_trips_from_step_run_ahead=getattr(llm.llm_engine.core.runner, "ahead_used", None))
         print(f"  {label}: {n_out / dt:,.0f} output tok/s ({dt:.2f} s), {len(compiled)} compiles while timed", flush=True)
         del llm; import gc; gc.collect(); torch.cuda.empty_cache()
     return res
@@ -391,7 +391,7 @@ def sec_batch1(args):
     launch, and cuBLAS with the unfused kernels (GEMV_MAX_M = 0); each with a graph-only timing and a profile."""
     from torch.profiler import ProfilerActivity, profile
     from mini_vllm import SamplingParams
-    from mini_vllm import cuda_graphs as cg, small_batch as sb, triton_kernels as tk
+    from mini_vllm.fast import cuda_graphs as cg, small_batch as sb, triton_kernels as tk
     g = torch.Generator().manual_seed(1)
     prompts = [torch.randint(0, 32000, (128,), generator=g).tolist() for _ in range(args.batch1_size)]
     out, default_max_m, default_pdl, default_ahead = {}, sb.GEMV_MAX_M, tk.PDL, cg.RUN_AHEAD
@@ -462,7 +462,7 @@ def sec_profile(args):
 
 def _quant_copies(lin, n: int) -> dict:
     "n independent copies of a bf16 layer in each format, so that timed calls stream their weights from HBM."
-    from mini_vllm.quantization import QuantLinear
+    from mini_vllm.quant.quantization import QuantLinear
     out = {"bf16": [lin.weight.detach().clone() for _ in range(n)]}
     for fmt, bits, sym in (("int8", 8, True), ("int4", 4, True), ("int4_asym", 4, False)):
         q = QuantLinear(lin, bits, 128, sym)
@@ -477,8 +477,8 @@ def sec_quant(args):
     and microseconds per product inside CUDA graphs, every call on its own copy of the weights (about 256 MB of bf16
     per shape, so that they stream from HBM, not from L2): cuBLAS bf16, the bf16 GEMV (04i), the naive
     dequantize-then-matmul (05a's forward on a GPU), the int8/int4 GEMV up to QGEMV_MAX_M rows, qmm beyond."""
-    from mini_vllm.quant_kernels import QGEMV_MAX_M, qmm
-    from mini_vllm.small_batch import gemv
+    from mini_vllm.quant.quant_kernels import QGEMV_MAX_M, qmm
+    from mini_vllm.fast.small_batch import gemv
     res, dt = {"errors": {}, "us": {}, "bytes": {}}, DTYPE
     torch.manual_seed(0)
     for name, (N, K) in GEMV_SHAPES.items():
@@ -557,35 +557,35 @@ def main(argv=None):
     DTYPE = getattr(torch, args.dtype)
     RESULTS["dtype"], RESULTS["quantization"], RESULTS["shape"] = args.dtype, args.quantization, args.shape
     if args.quant_tiling:                                           # a variant of 04i's tilings for quantized weights
-        from mini_vllm import small_batch as sb
+        from mini_vllm.fast import small_batch as sb
         for key, t in json.loads(args.quant_tiling).items():
             bits, m, kind = key.split(",")
             sb.QUANT_TILING[(int(bits), int(m), kind)] = t
         RESULTS["quant_tiling"] = json.loads(args.quant_tiling)
     if args.qmm_tma_rows:                                           # chapter 05's int8 products through TMA: which rows
-        from mini_vllm import quant_kernels as qk
+        from mini_vllm.quant import quant_kernels as qk
         qk.QMM_TMA_ROWS = tuple(int(v) for v in args.qmm_tma_rows.split(","))
         RESULTS["qmm_tma_rows"] = qk.QMM_TMA_ROWS
     if args.byte_split_rows:                                        # chapter 05's int8 tensor cores: which rows
-        from mini_vllm import quant_kernels as qk
+        from mini_vllm.quant import quant_kernels as qk
         v = args.byte_split_rows
         over = json.loads(v) if v.startswith("{") else {k: [int(r) for r in v.split(",")] for k in qk.BYTE_SPLIT_ROWS}
         qk.BYTE_SPLIT_ROWS = {**qk.BYTE_SPLIT_ROWS, **{k: tuple(r) for k, r in over.items()}}
         RESULTS["byte_split_rows"] = qk.BYTE_SPLIT_ROWS
     if args.no_gated_split:                                         # the gate by silu_and_mul, then the split
-        from mini_vllm import quant_kernels as qk
+        from mini_vllm.quant import quant_kernels as qk
         qk.ByteSplitMLP.forward = qk.TritonLlamaMLP.forward
         RESULTS["gated_split"] = False
     if args.no_norm_split:                                          # chapter 05's norms that split: left out
-        from mini_vllm import quant_kernels as qk
+        from mini_vllm.quant import quant_kernels as qk
         qk.ByteSplitRMSNorm.forward = qk.TritonRMSNorm.forward
         RESULTS["norm_split"] = False
     if args.dequant_min_m is not None:                              # chapter 05's prompts: weight rebuilt from these rows
-        from mini_vllm import quant_kernels as qk
+        from mini_vllm.quant import quant_kernels as qk
         qk.DEQUANT_MIN_M = qk.DEQUANT_MIN_M_WIDE = {8: args.dequant_min_m, 4: args.dequant_min_m}
         RESULTS["dequant_min_m"] = args.dequant_min_m
     if args.qmm_tiling:                                             # a variant of chapter 05's qmm tilings
-        from mini_vllm import quant_kernels as qk
+        from mini_vllm.quant import quant_kernels as qk
         over = {int(k) if k != "None" else None: v for k, v in json.loads(args.qmm_tiling).items()}
         qk.QMM_TILING[:] = [(top, {**t, **over.get(top, {})}) for top, t in qk.QMM_TILING]
         RESULTS["qmm_tiling"] = json.loads(args.qmm_tiling)

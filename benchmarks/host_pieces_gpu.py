@@ -8,8 +8,8 @@ import sys, tempfile, time, json
 from pathlib import Path
 sys.path.insert(0, "."); sys.path.insert(0, "benchmarks")
 import torch, triton
-import mini_vllm.llm as llm_mod, mini_vllm.overlap as ov, mini_vllm.model_runner as mr
-import mini_vllm.paged_attention as pa, mini_vllm.triton_attention as ta, mini_vllm.triton_kernels as tk
+import mini_vllm.llm as llm_mod, mini_vllm.fast.overlap as ov, mini_vllm.model_runner as mr
+import mini_vllm.paged_attention as pa, mini_vllm.fast.triton_attention as ta, mini_vllm.fast.triton_kernels as tk
 import mini_vllm.sampling as sm
 from mini_vllm import LLM, SamplingParams
 from workload import public_workload, tinyllama_config_dir

@@ -18,7 +18,7 @@ llm.generate(prompts[:8], params[:8], use_tqdm=False)
 torch.cuda.synchronize(); t0 = time.perf_counter(); llm.generate(prompts, params, use_tqdm=False); torch.cuda.synchronize()
 print("unprofiled s", time.perf_counter() - t0)
 eng = llm.llm_engine
-import mini_vllm.overlap as ov
+import mini_vllm.fast.overlap as ov
 counts = {"device": 0, "host": 0}
 orig = ov._rows_of
 def rows_of(out, last):

@@ -150,7 +150,7 @@ def main():
     p.add_argument("--budget-s", type=float, default=400)
     args = p.parse_args()
     from gpu_bench import graph_us  # noqa: E402
-    from mini_vllm import quant_kernels as qk  # noqa: E402
+    from mini_vllm.quant import quant_kernels as qk  # noqa: E402
     t0, dev = time.perf_counter(), "cuda"
     qk.BYTE_SPLIT_ROWS = {k: (0, 0) for k in qk.BYTE_SPLIT_ROWS}   # "kernel": the layer's kernels without the split
     torch.manual_seed(0)

@@ -13,7 +13,7 @@ import torch, triton, triton.language as tl
 from gpu_bench import graph_us  # noqa: E402  (calls recorded into one CUDA graph, us per call)
 from full_batch_gemm_sweep import SHAPES  # noqa: E402
 
-from mini_vllm.quant_kernels import qmm, qmm_tma, rebuild  # noqa: E402
+from mini_vllm.quant.quant_kernels import qmm, qmm_tma, rebuild  # noqa: E402
 
 
 @triton.jit

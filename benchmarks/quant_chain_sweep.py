@@ -11,10 +11,10 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from mini_vllm import small_batch as sb  # noqa: E402
+from mini_vllm.fast import small_batch as sb  # noqa: E402
 from mini_vllm.loading import ModelConfig  # noqa: E402
 from mini_vllm.model import rope_tables  # noqa: E402
-from mini_vllm.quantization import QuantLinear  # noqa: E402
+from mini_vllm.quant.quantization import QuantLinear  # noqa: E402
 
 SHAPES = {"qkv": (2560, 2048), "o": (2048, 2048), "gate_up": (11264, 2048), "down": (2048, 5632)}
 LAYERS, DT = 22, torch.bfloat16

@@ -32,7 +32,7 @@ def qmm_configs(M):
 
 def model_calls(kind, x, h, nw, rope, copies, fmt, tiling):
     "The calls the model makes for one kind of layer, one per weight copy."
-    from mini_vllm.small_batch import gemv, qkv_rope_write
+    from mini_vllm.fast.small_batch import gemv, qkv_rope_write
     pairs = [(w, {}) for w in copies["bf16"]] if fmt == "bf16" else copies[fmt]
     if kind == "qkv":
         cos, sin, pos, slots, kc, vc = rope
@@ -52,7 +52,7 @@ def main():
     args = p.parse_args()
     from mini_vllm.loading import ModelConfig
     from mini_vllm.model import rope_tables
-    from mini_vllm.quant_kernels import qmm
+    from mini_vllm.quant.quant_kernels import qmm
     out, t0 = Path(args.out), time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     res = {"env": {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "command": " ".join(sys.argv),

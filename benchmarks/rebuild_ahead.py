@@ -21,7 +21,8 @@ import torch
 import torch.nn.functional as F
 from gpu_bench import bench_ms  # noqa: E402
 from attn_length_mix import step as attention_step, B, MAX_LEN  # noqa: E402
-from mini_vllm import quant_kernels as qk, triton_attention as ta  # noqa: E402
+from mini_vllm.quant import quant_kernels as qk  # noqa: E402
+from mini_vllm.fast import triton_attention as ta  # noqa: E402
 
 SHAPES = {"qkv": (2560, 2048), "o": (2048, 2048), "gate_up": (11264, 2048), "down": (2048, 5632)}
 LAYERS = 22

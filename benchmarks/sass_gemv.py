@@ -13,7 +13,7 @@ and timed with `gemv_rewrites.py` at f04db11: `git show f04db11:benchmarks/gemv_
 import argparse, collections, os, re, subprocess, sys, tempfile
 os.environ["TRITON_INTERPRET"] = "0"
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from mini_vllm import small_batch as sb  # noqa: E402
+from mini_vllm.fast import small_batch as sb  # noqa: E402
 import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
@@ -45,7 +45,7 @@ mode.add_argument("--m-pad", type=int, default=1, help="--residual: input rows (
 args = mode.parse_args()
 
 if args.qmm:
-    from mini_vllm import quant_kernels as qk
+    from mini_vllm.quant import quant_kernels as qk
     print(f"triton {triton.__version__}, sm_90, _qmm_kernel, K in one share")
     for bits in (8, 4):
         for top, t in qk.QMM_TILING:

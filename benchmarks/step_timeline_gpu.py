@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent)); sys.path.insert(0, str(HERE))
 import torch
 import mini_vllm.llm as llm_mod
-import mini_vllm.overlap as ov
+import mini_vllm.fast.overlap as ov
 from mini_vllm import LLM, SamplingParams
 from workload import public_workload, tinyllama_config_dir
 
@@ -161,7 +161,7 @@ def build(cfg, mixed: bool, **kw):
     llm = LLM(cfg, dtype="bfloat16", load_format="dummy", attention_backend="triton", max_num_seqs=256,
               max_model_len=2048, max_num_batched_tokens=16384, **kw)
     built = time.perf_counter() - t0
-    if not mixed: llm.llm_engine.runner.mixed = []
+    if not mixed: llm.llm_engine.core.runner.mixed = []
     warm = public_workload(n=64)
     llm.generate([q for q, _ in warm], SamplingParams(temperature=0, max_tokens=64, ignore_eos=True), use_tqdm=False)
     return llm, built
@@ -183,9 +183,9 @@ def main(argv=None):
     for v in a.variants.split(","):
         undo = patch_pin_each() if v == "async_pin_each" else None
         llm, built = build(cfg, not v.endswith("_eager"), async_scheduling=v.startswith("async"))
-        if v == "async_prepared": llm.llm_engine.runner._hand_on = lambda meta: None
+        if v == "async_prepared": llm.llm_engine.core.runner._hand_on = lambda meta: None
         v = v if v not in results else f"{v}_again"
-        results[v] = dict(engine_build_s=round(built, 2), mixed_buckets=llm.llm_engine.runner.mixed)
+        results[v] = dict(engine_build_s=round(built, 2), mixed_buckets=llm.llm_engine.core.runner.mixed)
         for n in map(int, a.workloads.split(",")):
             work, key = public_workload(n=n), str(n) if str(n) not in results[v] else f"{n}_again"
             if v.startswith("async"):
@@ -199,7 +199,7 @@ def main(argv=None):
                 dt = time.perf_counter() - t0
                 results[v][key] = dict(seconds=round(dt, 3), tok_s=round(sum(m for _, m in work) / dt))
                 print(v, n, results[v][key], flush=True)
-        results[v]["mixed_replays"] = llm.llm_engine.runner.mixed_replays
+        results[v]["mixed_replays"] = llm.llm_engine.core.runner.mixed_replays
         if a.host_profile and v.startswith("async") and not any("host_profile" in r for r in results.values()):
             results[v]["host_profile"] = hp = host_profile(llm, public_workload(n=320), python=a.py_profile)
             print(v, "host profile", json.dumps(hp), flush=True)

@@ -188,8 +188,8 @@ print("vllm", vllm.__version__, "from", vllm.__file__)
 from vllm import LLM, SamplingParams
 import vllm.entrypoints.openai.api_server, vllm.v1.engine.core, vllm.v1.worker.gpu_model_runner
 import vllm.model_executor.models.llama, vllm.v1.attention.backends.flash_attn
-import mini_vllm.server, fastcore
-print("imports ok: vllm.LLM, its OpenAI server, engine core, GPU runner, flash-attn backend; mini_vllm.server")
+import mini_vllm.serve.server, fastcore
+print("imports ok: vllm.LLM, its OpenAI server, engine core, GPU runner, flash-attn backend; mini_vllm.serve.server")
 try:
     from vllm.vllm_flash_attn.flash_attn_interface import fa_version_unsupported_reason as why
     print("flash-attn 3 here:", why(3) or "supported", "; 2:", why(2) or "supported")

@@ -169,8 +169,8 @@ def add_serve_parser(sub):
 # %% ../nbs/08_cli.ipynb #e4245e04
 def build_server(args):
     "The FastAPI app `mini-vllm serve` runs for these arguments."
-    from mini_vllm.server import LOOPBACK, build_app
-    from mini_vllm.serving import ServerLimits
+    from mini_vllm.serve.server import LOOPBACK, build_app
+    from mini_vllm.serve.serving import ServerLimits
     if args.max_waiting is not None and args.max_waiting < 0:
         raise ValueError(f"--max-waiting must be >= 0, got {args.max_waiting}")
     path = resolve_model_path(args.model)
@@ -180,7 +180,7 @@ def build_server(args):
                        async_scheduling=args.async_scheduling)          # None: the engine's default (04e)
     make_engine = LLMEngine
     if one_gpu if args.engine_process is None else args.engine_process:   # --engine-process, or one GPU
-        from mini_vllm.engine_process import EngineProcess as make_engine
+        from mini_vllm.serve.engine_process import EngineProcess as make_engine
     engine = make_engine(path, **{k: v for k, v in engine_args.items() if v is not None})
     name = args.served_model_name or (DEFAULT_MODEL if args.model in DEFAULT_MODEL_ALIASES else path.name)
     api_key = args.api_key or os.environ.get("MINI_VLLM_API_KEY") or None
@@ -192,7 +192,7 @@ def build_server(args):
 
 def serve_cmd(args):
     "Run `mini-vllm serve` until interrupted; SIGTERM or Ctrl-C stops it gracefully."
-    from mini_vllm.server import make_server
+    from mini_vllm.serve.server import make_server
     app = build_server(args)
     if args.host not in ("127.0.0.1", "localhost", "::1") and not app.state.api_key:
         print(f"mini-vllm: warning: listening on {args.host} with no API key: anyone who can reach it can use it",
@@ -232,7 +232,7 @@ def add_quantize_parser(sub):
 def quantize_cmd(args, out=None):
     "Run `mini-vllm quantize`, reporting to `out` (default: stdout)."
     from mini_vllm.model import load_model
-    from mini_vllm.quantization import QuantLinear, quantize_model, save_quantized
+    from mini_vllm.quant.quantization import QuantLinear, quantize_model, save_quantized
     out = out or sys.stdout
     if args.quantization == "int8" and (args.asymmetric or args.gptq):
         raise ValueError("--asymmetric and --gptq apply to int4 only (int8 has one symmetric scale per row)")
@@ -240,7 +240,7 @@ def quantize_cmd(args, out=None):
     model = load_model(args.model, dtype="float32", device="cpu")
     if args.gptq:
         import torch
-        from mini_vllm.gptq import gptq_quantize_model
+        from mini_vllm.quant.gptq import gptq_quantize_model
         tok = load_tokenizer(model.path)
         if tok is None: raise ValueError(f"--gptq needs the model's tokenizer, and {model.path} has none")
         with open(args.gptq, encoding="utf-8") as f: ids = torch.tensor(tok.encode(f.read()))
