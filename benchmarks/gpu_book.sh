@@ -2,8 +2,10 @@
 # One GPU run for the book, in at most 9 minutes: the fp16 path (the one a T4 takes) checked by gpu_bench, and the
 # GPU cells of the Triton chapters executed with their outputs saved, ready for tools/merge_outputs.py.
 #
-#   bash benchmarks/gpu_book.sh [STEP ...]     STEP: env bench bf16ref quant tp notebooks (default: env bench notebooks)
+#   bash benchmarks/gpu_book.sh [STEP ...]   STEP: env bench bf16ref quant tp notebooks ab (default: env bench notebooks)
 #   QUANT_VARIANTS="" leaves out the quant step's GEMV tiling variants (BITS-BLOCK_K, default "8-2048 4-128 4-1024")
+#   ab (in a call of its own, about 7 minutes): this tree against the earlier ones in _ab/REV, alternating, REVS="..."
+#   ROUNDS=2: the public workload's tok/s and batch-1 ms/token in each tree's two loops (ab_h200.sh STAGE=bench)
 #
 # Run from the repo root. Everything goes under $OUT (default ./gpu_book_out), at most 8 files, none deeper than
 # $OUT/a/b/file: env.txt, <step>.log per step, gpu_bench_fp16.json (and _bf16), bench_extras.tgz, notebooks.tgz,
@@ -40,14 +42,14 @@ env)
 print(sys.version); print('torch', torch.__version__, 'triton', triton.__version__)
 print('transformers', transformers.__version__)
 print(torch.cuda.get_device_name(0), 'capability', torch.cuda.get_device_capability(0))"; } >> "$OUT/env.txt" 2>&1 ;;
-bench)                                  # fp16: kernels, greedy agreement, throughput, batch 1
+bench)                                  # fp16: kernels, greedy agreement (both loops), throughput and batch 1 (both)
     step bench 330 python3 benchmarks/gpu_bench.py --dtype float16 --out /tmp/bench_fp16 \
-        --sections env,kernels,correct,thru,batch1 --thru-variants steps32_b16384
+        --sections env,kernels,correct,thru,batch1 --thru-variants async,sync
     cp /tmp/bench_fp16/gpu_bench.json "$OUT/gpu_bench_fp16.json" 2>/dev/null
     (cd /tmp/bench_fp16 && tar czf "$OUT/bench_extras.tgz" --exclude=gpu_bench.json .) ;;
-bf16ref)                                # the same throughput in bf16, same machine, for the ratio
+bf16ref)                                # the same throughput in bf16, same machine, for the ratio (one step ahead)
     step bf16ref 90 python3 benchmarks/gpu_bench.py --dtype bfloat16 --out /tmp/bench_bf16 \
-        --sections env,thru --thru-variants steps32_b16384
+        --sections env,thru --thru-variants async
     cp /tmp/bench_bf16/gpu_bench.json "$OUT/gpu_bench_bf16.json" 2>/dev/null ;;
 quant)                                  # chapter 05: kernels, then the engine with each kind of weight
     mkdir -p /tmp/quant
@@ -55,7 +57,7 @@ quant)                                  # chapter 05: kernels, then the engine w
     for q in none int8 int4; do
         flag=$([ $q = none ] || echo "--quantization $q")
         step engine_$q 75 python3 benchmarks/gpu_bench.py --out /tmp/quant/engine_$q --sections env,batch1,thru \
-            --batch1-variants small_batch --thru-variants steps32_b16384 $flag
+            --batch1-variants small_batch --thru-variants async $flag
     done
     # batch 1 with other tilings for the quantized GEMV (QUANT_TILING): BITS-BLOCK_K for every shape
     for v in ${QUANT_VARIANTS-8-2048 4-128 4-1024}; do
@@ -73,22 +75,25 @@ k = json.load(open(f"{d}/kernels/gpu_bench.json"))
 r = dict(env=k["env"], code=os.environ["MINI_VLLM_COMMIT"], commands=dict(
     kernels="python3 benchmarks/gpu_bench.py --sections env,quant",
     engines="python3 benchmarks/gpu_bench.py --sections env,batch1,thru --batch1-variants small_batch "
-            "--thru-variants steps32_b16384 [--quantization int8|int4]"), quant=k.get("quant"), engines={})
+            "--thru-variants async [--quantization int8|int4]"), quant=k.get("quant"), engines={})
 for q in ("none", "int8", "int4"):
     try: e = json.load(open(f"{d}/engine_{q}/gpu_bench.json"))
     except OSError: continue
     r["engines"][q] = dict(quantization=None if q == "none" else q, batch1=e.get("batch1", {}).get("small_batch"),
-                           thru=e.get("thru", {}).get("steps32_b16384"), workload=e.get("thru", {}).get("workload"))
+                           thru=e.get("thru", {}).get("async"), workload=e.get("thru", {}).get("workload"))
 json.dump(r, open(out, "w"), indent=1)
 PY
     mv "$OUT"/quant.log "$OUT"/engine_*.log /tmp/quant/ 2>/dev/null
     (cd /tmp && tar czf "$OUT/quant.tgz" quant) ;;
 tp)                                     # chapter 09 on two GPUs: batch 1, the public workload, agreement
-    step tp 420 python3 benchmarks/tp_bench.py --out /tmp/tp
+    step tp 480 python3 benchmarks/tp_bench.py --out /tmp/tp
     cp /tmp/tp/tp_bench.json "$OUT/" 2>/dev/null ;;
 notebooks)                              # the chapters' GPU cells, outputs saved into copies of the notebooks
     step notebooks ${NB_LIMIT:-200} python3 tools/run_cells.py --flags gpu --save-outputs /tmp/executed $NOTEBOOKS
     (cd /tmp && tar czf "$OUT/notebooks.tgz" executed) ;;
-*) echo "unknown step $s (env bench bf16ref quant tp notebooks)" ;;
+ab)                                     # this tree against $REVS (each in _ab/REV), alternating: ab.txt, ab.tgz
+    STAGE=bench OUT="$OUT" MINI_VLLM_COMMIT=$COMMIT bash benchmarks/ab_h200.sh > "$OUT/ab.log" 2>&1
+    echo "[ab] rc=$?"; cat "$OUT/ab.txt" 2>/dev/null ;;
+*) echo "unknown step $s (env bench bf16ref quant tp notebooks ab)" ;;
 esac; done
 ls -la "$OUT"

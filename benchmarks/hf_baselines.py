@@ -263,6 +263,9 @@ if __name__ == "__main__":
     code = 0
     try:
         main()
+    except SystemExit as e:  # --help (0), a bad argument (2), a bad mode (its message)
+        if isinstance(e.code, str): print(e.code, file=sys.stderr)
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException:  # noqa: B036 - report, then exit hard below
         import traceback
         traceback.print_exc()

@@ -1,7 +1,9 @@
 """Tensor parallelism (chapter 09) on two GPUs of one machine: what splitting a model costs and what it buys.
 
 For each model shape (TinyLlama-1.1B, and Llama-3-8B, the size where splitting pays), dummy bf16 weights, the
-Triton kernels with CUDA graphs, default engine settings otherwise, tensor_parallel_size 1 then 2:
+Triton kernels with CUDA graphs, default engine settings otherwise, one engine per run (--runs): `tp1` (one GPU, its
+default loop: one step ahead), `tp1_sync` (one GPU one step at a time, `async_scheduling=False`: the only loop of
+several ranks, which follow rank 0 step by step) and `tp2` (two GPUs); for each:
   batch1   batch-1 decode ms/token: 128-token prompt, 512 tokens, greedy
   thru     output tok/s on the public workload (256 requests, prompt/output lengths U[100, 1024], EOS ignored)
   agree    bf16 greedy agreement of 2 ranks with 1: 16 prompts x 128 tokens, tokens equal before the first difference;
@@ -10,6 +12,7 @@ Triton kernels with CUDA graphs, default engine settings otherwise, tensor_paral
   memory   KV-cache capacity each engine found room for (tokens), and the weight bytes each GPU holds
 Writes tp_bench.json into --out (rewritten after every measurement). Run from the repo root on a 2-GPU machine:
   python benchmarks/tp_bench.py --out $OUT [--models tinyllama,llama3_8b] [--sections batch1,thru,agree]
+      [--runs tp1,tp1_sync,tp2]
 """
 import argparse, gc, json, os, sys, tempfile, time
 from pathlib import Path
@@ -22,6 +25,8 @@ sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(ROOT / "benchmarks"))
 from workload import LLAMA3_8B_CONFIG, TINYLLAMA_CONFIG, public_workload, tinyllama_config_dir, workload_stats  # noqa
 
 MODELS = {"tinyllama": TINYLLAMA_CONFIG, "llama3_8b": LLAMA3_8B_CONFIG, "tinyllama_weights": TINYLLAMA_CONFIG}
+RUNS = {"tp1": dict(tensor_parallel_size=1), "tp1_sync": dict(tensor_parallel_size=1, async_scheduling=False),
+        "tp2": dict(tensor_parallel_size=2)}
 
 
 def model_dir(name):
@@ -35,10 +40,10 @@ def model_dir(name):
 RESULTS: dict = {}
 
 
-def engine(cfg_dir, tp, load_format, **kw):
+def engine(cfg_dir, load_format, **kw):
     from mini_vllm import LLM
     base = dict(dtype="bfloat16", load_format=load_format, attention_backend="triton", max_num_seqs=256,
-                max_model_len=2048, tensor_parallel_size=tp)
+                max_model_len=2048)
     return LLM(cfg_dir, **{**base, **kw})
 
 
@@ -47,15 +52,17 @@ def timed(fn):
     return time.perf_counter() - t0, r
 
 
-def measure(name, cfg_dir, load_format, tp, sections, args) -> dict:
+def measure(name, cfg_dir, load_format, run, sections, args) -> dict:
     from mini_vllm import SamplingParams
     res = {}
     t0 = time.perf_counter()
-    llm = engine(cfg_dir, tp, load_format)
+    llm = engine(cfg_dir, load_format, **RUNS[run])
     eng = llm.llm_engine
     res["init_seconds"] = time.perf_counter() - t0
-    res["memory"] = dict(kv_cache_tokens=eng.kv.num_blocks * eng.kv.block_size, weight_bytes_rank0=eng.weight_bytes,
-                         runner=type(eng.runner).__name__, num_scheduler_steps=eng.num_scheduler_steps)
+    core = eng.core
+    res["memory"] = dict(kv_cache_tokens=core.kv.num_blocks * core.kv.block_size, weight_bytes_rank0=core.weight_bytes,
+                         runner=type(core.runner).__name__, core=type(core).__name__,
+                         async_scheduling=eng.config.async_scheduling)
     try:
         g = torch.Generator().manual_seed(1)
         if "batch1" in sections:
@@ -66,7 +73,7 @@ def measure(name, cfg_dir, load_format, tp, sections, args) -> dict:
             t1, _ = timed(lambda: run(1))
             t513, _ = timed(lambda: run(513))
             res["batch1"] = dict(ms_per_token=(t513 - t1) / 512 * 1e3, prefill_plus_first_token_ms=t1 * 1e3)
-            print(f"  {name} tp={tp}: batch 1 {res['batch1']['ms_per_token']:.3f} ms/token", flush=True)
+            print(f"  {name} {run}: batch 1 {res['batch1']['ms_per_token']:.3f} ms/token", flush=True)
         if "agree" in sections and load_format != "dummy":               # dummy weights: each rank draws its own
             prompts = [torch.randint(0, 32000, (64,), generator=g).tolist() for _ in range(16)]
             outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=128, ignore_eos=True), use_tqdm=False)
@@ -81,10 +88,10 @@ def measure(name, cfg_dir, load_format, tp, sections, args) -> dict:
             assert n_out == sum(n for _, n in work), "every request must produce exactly its output length"
             res["thru"] = dict(workload=workload_stats(work), seconds=dt, output_tokens=n_out,
                                output_tok_per_s=n_out / dt, num_preemptions=llm.stats()["num_preemptions"])
-            print(f"  {name} tp={tp}: {n_out / dt:,.0f} output tok/s ({dt:.2f} s)", flush=True)
+            print(f"  {name} {run}: {n_out / dt:,.0f} output tok/s ({dt:.2f} s)", flush=True)
     finally:
         llm.shutdown()
-        del llm, eng; gc.collect(); torch.cuda.empty_cache()
+        del llm, eng, core; gc.collect(); torch.cuda.empty_cache()
     return res
 
 
@@ -101,7 +108,9 @@ def main(argv=None):
     p.add_argument("--models", default="tinyllama,llama3_8b")
     p.add_argument("--sections", default="batch1,agree,thru")
     p.add_argument("--num-requests", type=int, default=256)
+    p.add_argument("--runs", default=",".join(RUNS), help=f"engines per model, in order, from {','.join(RUNS)}")
     args = p.parse_args(argv)
+    if bad := [r for r in args.runs.split(",") if r not in RUNS]: p.error(f"unknown --runs {bad}")
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
     sections = set(args.sections.split(","))
     RESULTS["env"] = dict(gpus=[torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
@@ -111,15 +120,16 @@ def main(argv=None):
     for name in args.models.split(","):
         cfg_dir, load_format = model_dir(name)
         RESULTS[name] = {}
-        for tp in (1, 2):
-            try: RESULTS[name][f"tp{tp}"] = measure(name, cfg_dir, load_format, tp, sections, args)
+        for run in args.runs.split(","):
+            try: RESULTS[name][run] = measure(name, cfg_dir, load_format, run, sections, args)
             except Exception as e:
                 import traceback; traceback.print_exc()
-                RESULTS[name][f"tp{tp}"] = dict(error=f"{type(e).__name__}: {e}")
+                RESULTS[name][run] = dict(error=f"{type(e).__name__}: {e}")
             (out / "tp_bench.json").write_text(json.dumps(RESULTS, indent=1))
-        r1, r2 = RESULTS[name].get("tp1", {}), RESULTS[name].get("tp2", {})
-        if "agree_tokens" in r1 and "agree_tokens" in r2:
-            RESULTS[name]["agreement_tp2_vs_tp1"] = agreement(r1.pop("agree_tokens"), r2.pop("agree_tokens"))
+        tokens = {run: r.pop("agree_tokens") for run, r in RESULTS[name].items() if "agree_tokens" in r}
+        one = tokens.get("tp1", tokens.get("tp1_sync"))                 # greedy tokens: the loop changes none
+        if one is not None and "tp2" in tokens:
+            RESULTS[name]["agreement_tp2_vs_tp1"] = agreement(one, tokens["tp2"])
             print(f"  {name}: agreement {RESULTS[name]['agreement_tp2_vs_tp1']}", flush=True)
         (out / "tp_bench.json").write_text(json.dumps(RESULTS, indent=1))
 

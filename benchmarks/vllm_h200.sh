@@ -9,8 +9,8 @@
 #   receive     copy the .vllm-parts/part* (and SHA256SUMS) of this call's tree into /tmp/vllm_parts
 #   install     check the parts, put the tar back together, pip install every wheel into /tmp/vsite (--no-deps),
 #               check that vllm, its OpenAI server and mini_vllm's server import                       (~1-2 min)
-#   offline     benchmarks/vllm_side_by_side.py: vLLM, mini_vllm, then transformers and vLLM at 256 sequences
-#               while its 480 s budget lasts                                                           (~8 min)
+#   offline     benchmarks/vllm_side_by_side.py: vLLM, mini_vllm (one step ahead), then transformers and vLLM at
+#               256 sequences while its 480 s budget lasts                                             (~8 min)
 #   serve       serve_vllm then serve_mini                                                             (~5-7 min)
 #   serve_vllm  vLLM's OpenAI server (--load-format dummy --skip-tokenizer-init), benchmarks/load_test.py's ramp
 #   serve_mini  the same ramp against `mini-vllm serve` (load_test.py --tinyllama starts it)
@@ -22,11 +22,12 @@
 # through a pipe (its engine-core process outlives its parent and would hold the pipe open): it goes to files, and
 # after every vLLM run its process group, then any process left on the GPU, is killed by id.
 # Environment: CONC (the ramp's concurrencies, default 1,16,64,256), ENGINES (offline's engines, default
-# vllm,mini_vllm,hf,vllm_seqs256), BUDGET (offline's seconds, default 480), APPEND=1 (offline keeps the engines of an
-# earlier offline in its JSON), SBS_ARGS (more arguments for vllm_side_by_side.py: `--smoke --device cpu` checks the
-# stage on a CPU), MINI_SERVE_ARGS (more arguments for `mini-vllm serve`, e.g. --async-scheduling), MINI_VLLM_COMMIT,
-# REQS (requests per level of the ramp), ONE_PROCESS_TOO=1 (serve_vllm runs the ramp again with every client in one
-# process: load_test_vllm_h200_one_process.json).
+# vllm,mini_vllm,hf,vllm_seqs256; mini_vllm_sync is mini_vllm one step at a time), BUDGET (offline's seconds, default
+# 480), APPEND=1 (offline keeps the engines of an earlier offline in its JSON), SBS_ARGS (more arguments for
+# vllm_side_by_side.py: `--smoke --device cpu` checks the stage on a CPU), MINI_SERVE_ARGS (more arguments for
+# `mini-vllm serve`, e.g. --no-async-scheduling: one step at a time), MINI_VLLM_COMMIT, REQS (requests per level of
+# the ramp), ONE_PROCESS_TOO=1 (serve_vllm runs the ramp again with every client in one process:
+# load_test_vllm_h200_one_process.json).
 set -u
 OUT=${OUT:-$PWD/vllm_h200_out}
 PARTS=/tmp/vllm_parts VSITE=/tmp/vsite WORK=/tmp/vllm_work

@@ -5,14 +5,14 @@ bf16 weights, greedy, EOS ignored. Each engine runs in a process of its own, one
 group of each is killed when it ends (vLLM's engine-core process outlives the Python that started it):
   vllm          `vllm.LLM` with default settings: skip_tokenizer_init, token-id prompts, load_format="dummy",
                 VLLM_USE_FLASHINFER_SAMPLER=0 (flashinfer is not installed)
-  mini_vllm     gpu_bench's engines: its `thru` one (Triton attention and kernels, CUDA graphs, 32 decode steps per
-                host round trip, 16,384-token budget, 256 sequences, max_model_len 2048) for the workloads, and its
-                `batch1` one (the same with max_num_seqs=8) for batch 1
+  mini_vllm     gpu_bench's engines: its `thru` one (Triton attention and kernels, CUDA graphs, one step ahead:
+                `async_scheduling=True`, 16,384-token budget, 256 sequences, max_model_len 2048) for the workloads,
+                and its `batch1` one (the same with max_num_seqs=8) for batch 1
   hf            transformers continuous batching (paged|sdpa, CUDA graphs; hf_baselines.run_continuous), public
                 workload only
   vllm_seqs256  vLLM with max_num_seqs=256, mini_vllm's (vLLM's own default on a GPU of 70 GiB or more is 1024)
-  mini_vllm_async  the mini_vllm engines with `async_scheduling=True` (chapter 04k: one decode step at a time, the next
-                launched before the host reads this one's tokens) instead of 32-step windows
+  mini_vllm_sync  the mini_vllm engines one step at a time (`async_scheduling=False`: the host reads a step's tokens
+                before it prepares the next) instead of one step ahead (chapter 04k); not in the default --engines
   mini_vllm_default  `mini_vllm.LLM(folder, dtype=..., load_format="dummy")`, every engine argument at its default
                 (on a GPU `attention_backend="auto"` resolves to the Triton kernels and CUDA graphs), batch 1 on the
                 same engine; not in the default --engines
@@ -40,9 +40,9 @@ sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(HERE))
 from workload import draw_workload, public_workload, tinyllama_config_dir, workload_stats  # noqa: E402
 
 NEED = {"vllm": 150, "mini_vllm": 100, "hf": 230, "vllm_seqs256": 120,       # seconds an engine needs, start included
-        "mini_vllm_default": 70, "mini_vllm_async": 100}
+        "mini_vllm_default": 70, "mini_vllm_sync": 100}
 CAP = {"vllm": 330, "mini_vllm": 240, "hf": 320, "vllm_seqs256": 300,        # its process's limit
-       "mini_vllm_default": 200, "mini_vllm_async": 240}
+       "mini_vllm_default": 200, "mini_vllm_sync": 240}
 JSON_NAME = "vllm_side_by_side_h200.json"
 
 
@@ -123,16 +123,15 @@ def child_vllm_seqs256(model_dir, a, res, save):
     child_vllm(model_dir, a, res, save, max_num_seqs=256)
 
 
-def child_mini_vllm(model_dir, a, res, save, defaults=False, overlapped=False):
+def child_mini_vllm(model_dir, a, res, save, defaults=False, one_ahead=True):
     import gc, torch
     from mini_vllm import LLM, SamplingParams
     cuda = a.device == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     base = dict(dtype=a.dtype, load_format="dummy")
-    if not defaults: base.update(max_num_seqs=256, max_model_len=2048)
+    if not defaults: base.update(max_num_seqs=256, max_model_len=2048, async_scheduling=one_ahead)
     if not cuda: base.update(device="cpu")
-    elif not defaults: base.update(attention_backend="triton", num_scheduler_steps=32, max_num_batched_tokens=16384)
-    if overlapped: base.update(num_scheduler_steps=1, async_scheduling=True)
+    elif not defaults: base.update(attention_backend="triton", max_num_batched_tokens=16384)
     res["kwargs"] = base
     if cuda: res["gpu"] = torch.cuda.get_device_name(0)
     greedy = lambda n: SamplingParams(temperature=0, max_tokens=n, ignore_eos=True)
@@ -141,9 +140,11 @@ def child_mini_vllm(model_dir, a, res, save, defaults=False, overlapped=False):
     measure_workloads(ask, greedy, workloads(a.smoke), res, save, sync)
     s = llm.stats()
     eng = llm.llm_engine
-    res["engine"] = dict(num_scheduler_steps=eng.num_scheduler_steps, kv_blocks_total=s.get("kv_blocks_total"),
-                         num_preemptions=s.get("num_preemptions"), max_model_len=eng.max_model_len,
-                         max_num_seqs=eng.scheduler.max_num_seqs, runner=type(eng.runner).__name__)
+    res["engine"] = dict(async_scheduling=eng.config.async_scheduling, core=type(eng.core).__name__,
+                         kv_blocks_total=s.get("kv_blocks_total"), num_preemptions=s.get("num_preemptions"),
+                         max_model_len=eng.max_model_len, max_num_seqs=eng.max_num_seqs,
+                         max_num_batched_tokens=eng.config.max_num_batched_tokens,
+                         runner=type(eng.core.runner).__name__)
     prompt, decode = batch1_setup(a.smoke)
     res["batch1_thru_engine"] = measure_batch1(ask, greedy, prompt, decode, sync)
     save()
@@ -160,9 +161,9 @@ def child_mini_vllm_default(model_dir, a, res, save):
     child_mini_vllm(model_dir, a, res, save, defaults=True)
 
 
-def child_mini_vllm_async(model_dir, a, res, save):
-    "The mini_vllm engines, one step ahead (`async_scheduling=True`) instead of 32-step windows."
-    child_mini_vllm(model_dir, a, res, save, overlapped=True)
+def child_mini_vllm_sync(model_dir, a, res, save):
+    "The mini_vllm engines one step at a time (`async_scheduling=False`) instead of one step ahead."
+    child_mini_vllm(model_dir, a, res, save, one_ahead=False)
 
 
 def child_hf(model_dir, a, res, save):
@@ -180,7 +181,7 @@ def child_hf(model_dir, a, res, save):
 
 
 CHILDREN = {"vllm": child_vllm, "mini_vllm": child_mini_vllm, "hf": child_hf, "vllm_seqs256": child_vllm_seqs256,
-            "mini_vllm_default": child_mini_vllm_default, "mini_vllm_async": child_mini_vllm_async}
+            "mini_vllm_default": child_mini_vllm_default, "mini_vllm_sync": child_mini_vllm_sync}
 
 
 # --- parent ---------------------------------------------------------------------------------------------------
@@ -254,7 +255,7 @@ def ratios(res) -> dict:
     r = {}
     for w in ("public", "public320"):
         base = tps("vllm", w)
-        for e in ("mini_vllm", "mini_vllm_default", "mini_vllm_async", "hf", "vllm_seqs256"):
+        for e in ("mini_vllm", "mini_vllm_default", "mini_vllm_sync", "hf", "vllm_seqs256"):
             if base and tps(e, w): r[f"{w}_{e}_over_vllm"] = tps(e, w) / base
     ms = lambda e, k="batch1": res.get(e, {}).get(k, {}).get("ms_per_token")
     if ms("vllm") and ms("mini_vllm"):

@@ -93,7 +93,7 @@ class InputProcessor:
 # %% ../nbs/04e_llm.ipynb #dd6b4c31
 class EngineCore:
     "The scheduler and the model runner, stepped: requests in as token ids, each step's new tokens out."
-    scheduler_cls, request_cls = Scheduler, Request     # chapter 04k's core has its own
+    scheduler_cls, request_cls = Scheduler, Request     # a core with a loop of its own may change them
     def __init__(self, config: EngineConfig):
         c = self.config = config
         torch.manual_seed(c.seed)                       # the requests without a seed sample from this
@@ -225,8 +225,8 @@ def _keep_survivors(scheduler: Scheduler, kv: KVCacheManager, done: list,
 
 # %% ../nbs/04e_llm.ipynb #fcec82b1
 class EngineClient:
-    """What a caller needs of an engine, whose core runs in this process (`LLMEngine`) or in another
-    (chapter 06e): prompts in, `RequestOutput`s out. A subclass moves requests and outputs to and from its core."""
+    """What a caller needs of an engine, whose core runs in this process (`LLMEngine`) or in another: prompts
+    in, `RequestOutput`s out. A subclass moves requests and outputs to and from its core."""
     tokenizer = input_processor = output_processor = None
     max_model_len: int
     max_num_seqs: int

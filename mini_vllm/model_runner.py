@@ -115,7 +115,7 @@ class ModelRunner:
     def sampling_tensors(self, reqs: list[Request]) -> SamplingTensors:
         "The requests' sampling settings (and, for penalties, their tokens so far) on the device."
         return SamplingTensors.from_params([r.sampling_params for r in reqs], [r.generator for r in reqs],
-                                           self.device, reqs)
+                                           self.device, reqs, self.model.config.vocab_size)
 
     def logits(self, input_ids: torch.Tensor, meta: AttentionMetadata, rows: torch.Tensor):
         "One forward pass over a step's tokens; the fp32 logits at `rows`."

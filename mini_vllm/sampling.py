@@ -238,6 +238,15 @@ class SamplingTensors:
                    list(generators) if generators is not None else [None] * len(params), greedy, bias,
                    penalties)
 
+    def note_tokens(self, tokens: torch.Tensor, rows: torch.Tensor | None = None):
+        "The rows (all, in order, by default) have seen one more token each, sampled on the device."
+        if self.penalties is not None: self.penalties.count(tokens, rows)
+
+    def select(self, keep: torch.Tensor, params: list[SamplingParams], generators) -> "SamplingTensors":
+        "The settings of the rows `keep` (whose params and generators are given), what they have seen included."
+        seen = self.penalties.select(keep) if self.penalties is not None else None
+        return SamplingTensors.from_params(params, generators, self.temperature.device, penalties=seen)
+
 # %% ../nbs/00b_sampling.ipynb #d0bf0152
 def sample(logits: torch.Tensor, st: SamplingTensors) -> torch.Tensor:
     "One token per row of `logits` (B, V), following each row's settings in `st`."

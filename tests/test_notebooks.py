@@ -6,7 +6,7 @@ one chapter's engines hold goes back to the system before the next chapter start
 MINI_VLLM_TEST_FLAGS="gpu slow" on a GPU machine. The run ends with each notebook's time and peak memory
 (conftest.py prints them).
 """
-import json, subprocess, sys, time
+import os, subprocess, sys, threading, time
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p for p in (ROOT / "nbs").glob("*.ipynb") if not p.name.startswith("_"))
 RUN_ONE = """
-import json, os, resource, sys, torch
+import os, sys, torch
 from pathlib import Path
 # Triton's CPU interpreter must be chosen before anything imports Triton (transformers' from_pretrained does).
 if not torch.cuda.is_available(): os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -23,11 +23,39 @@ from nbdev.test import test_nb
 cfg, force = get_config(Path.cwd()), os.environ.get("MINI_VLLM_TEST_FLAGS", "").split()
 skip = [f for f in cfg.tst_flags.split() if f not in force]
 ok, secs = test_nb(sys.argv[1], skip_flags=skip, force_flags=force, basepath=cfg.config_path)
-peak = lambda who: resource.getrusage(who).ru_maxrss * 1024
-Path(sys.argv[2]).write_text(json.dumps([peak(resource.RUSAGE_SELF), peak(resource.RUSAGE_CHILDREN)]))
 sys.exit(0 if ok else 1)
 """
-RESULTS = []   # (notebook, seconds, peak RSS of its process, peak RSS of the largest process it started), bytes
+RESULTS = []   # (notebook, seconds, peak resident memory of its process and all it started at once, bytes)
+
+
+def tree_rss(root: int) -> int:
+    "Resident bytes of process `root` and every process below it, now (Linux /proc)."
+    parent = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try: parent[int(d)] = int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError): pass
+    tree, grew = {root}, True
+    while grew:
+        more = {p for p, pp in parent.items() if pp in tree} - tree
+        tree |= more
+        grew = bool(more)
+    pages = 0
+    for p in tree:
+        try: pages += int(Path(f"/proc/{p}/statm").read_text().split()[1])
+        except (OSError, IndexError, ValueError): pass
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def watch_peak(proc: subprocess.Popen, every: float = 0.25) -> list:
+    "Sample the resident memory of `proc`'s process tree until it ends; the peak lands in the returned list."
+    peak = [0]
+    def run():
+        while proc.poll() is None:
+            peak[0] = max(peak[0], tree_rss(proc.pid))
+            time.sleep(every)
+    threading.Thread(target=run, daemon=True).start()
+    return peak
 
 
 def test_the_book_has_notebooks():
@@ -36,9 +64,10 @@ def test_the_book_has_notebooks():
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook(nb, tmp_path):
-    t0, peaks = time.monotonic(), tmp_path / "peak.json"
-    r = subprocess.run([sys.executable, "-c", RUN_ONE, str(nb), str(peaks)], cwd=ROOT)
-    own, children = json.loads(peaks.read_text()) if peaks.exists() else (0, 0)
-    RESULTS.append((nb.stem, time.monotonic() - t0, own, children))
-    assert r.returncode == 0, f"{nb.name} failed (its traceback is printed above)"
+def test_notebook(nb):
+    t0 = time.monotonic()
+    p = subprocess.Popen([sys.executable, "-c", RUN_ONE, str(nb)], cwd=ROOT)
+    peak = watch_peak(p)
+    p.wait()
+    RESULTS.append((nb.stem, time.monotonic() - t0, peak[0]))
+    assert p.returncode == 0, f"{nb.name} failed (its traceback is printed above)"

@@ -6,8 +6,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/cpu.html.md"""
 
 # %% auto #0
 __all__ = ['ELEMENT_C', 'DECODE_C', 'KERNEL_DTYPES', 'FUSED_C', 'build_c', 'decode_kernel', 'paged_decode', 'CPUPagedAttention',
-           'can_pack', 'PackedLinear', 'pack_linears', 'CPUOps', 'cpu_ops', 'CPURMSNorm', 'CPULlamaLayer',
-           'fuse_layers']
+           'can_pack', 'PackedLinear', 'pack_linears', 'FusedC', 'fused_c', 'CPUOps']
 
 # %% ../../nbs/04j_cpu.ipynb #49d348b5
 import ctypes, functools, os, shutil, subprocess, tempfile, warnings
@@ -27,8 +26,11 @@ ELEMENT_C = r"""
 
 #if ELEM_BF16
 typedef uint16_t elem;                                    /* bf16: the top half of an fp32 */
-static inline float load(elem x) { union { uint32_t u; float f; } v = { (uint32_t)x << 16 }; return v.f; }
-static inline elem store(float f) {                       /* round to nearest even, as PyTorch does */
+static inline float load(elem x) {
+    union { uint32_t u; float f; } v = { (uint32_t)x << 16 };
+    return v.f;
+}
+static inline elem store(float f) {                       /* to nearest even, as PyTorch rounds */
     union { float f; uint32_t u; } v = { f };
     return (elem)((v.u + 0x7fff + ((v.u >> 16) & 1)) >> 16);
 }
@@ -40,21 +42,23 @@ static inline elem store(float f) { return f; }
 """
 
 DECODE_C = ELEMENT_C + r"""
-enum { D = HEAD_DIM, REP = GROUP, BS = BLOCK_SIZE };     /* head size, query heads per K/V head, block size */
+/* head size, query heads per K/V head, block size */
+enum { D = HEAD_DIM, REP = GROUP, BS = BLOCK_SIZE };
 
-/* For each of B decoding requests and each of its Hkv K/V heads: the REP query heads of row rows[b] (rows q_stride
-   elements apart) attend over the request's seq_lens[b] keys, read where they lie in the cache (slot = block * BS +
-   offset, Hkv x D each). */
-void paged_decode(const elem *q, int64_t q_stride, const elem *kc, const elem *vc, elem *out, const int64_t *rows,
-                  const int32_t *block_tables, const int32_t *seq_lens, int B, int Hkv, int max_blocks,
-                  float scale, int threads) {
+/* For each of B decoding requests and each of its Hkv K/V heads: the REP query heads of row rows[b]
+   (rows q_stride elements apart) attend over the request's seq_lens[b] keys, read where they lie in
+   the cache (slot = block * BS + offset, Hkv x D each). */
+void paged_decode(const elem *q, int64_t q_stride, const elem *kc, const elem *vc, elem *out,
+                  const int64_t *rows, const int32_t *block_tables, const int32_t *seq_lens, int B,
+                  int Hkv, int max_blocks, float scale, int threads) {
     #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
     for (int item = 0; item < B * Hkv; item++) {
         int b = item / Hkv, g = item % Hkv, S = seq_lens[b];
         const int32_t *table = block_tables + (int64_t)b * max_blocks;
-        const elem *qb = q + rows[b] * q_stride + g * REP * D;     /* the group's REP query heads, one after another */
+        /* the group's REP query heads, one after another */
+        const elem *qb = q + rows[b] * q_stride + g * REP * D;
         float qf[REP][D], acc[REP][D], x[D];
-        const elem *k = kc, *v = vc;                               /* the current key's and value's slot */
+        const elem *k = kc, *v = vc;                               /* the key's, value's slot */
         float *p = malloc(sizeof(float) * REP * S);                /* scores, then probabilities */
         for (int r = 0; r < REP; r++)
             for (int d = 0; d < D; d++) { qf[r][d] = load(qb[r * D + d]) * scale; acc[r][d] = 0.f; }
@@ -71,7 +75,10 @@ void paged_decode(const elem *q, int64_t q_stride, const elem *kc, const elem *v
         for (int r = 0; r < REP; r++) {                            /* softmax over the keys */
             float m = -3.0e38f, sum = 0.f;
             for (int t = 0; t < S; t++) m = fmaxf(m, p[r * S + t]);
-            for (int t = 0; t < S; t++) { p[r * S + t] = expf(p[r * S + t] - m); sum += p[r * S + t]; }
+            for (int t = 0; t < S; t++) {
+                p[r * S + t] = expf(p[r * S + t] - m);
+                sum += p[r * S + t];
+            }
             for (int t = 0; t < S; t++) p[r * S + t] /= sum;
         }
         for (int t = 0; t < S; t++) {                              /* the values, weighted */
@@ -91,21 +98,26 @@ void paged_decode(const elem *q, int64_t q_stride, const elem *kc, const elem *v
 
 # %% ../../nbs/04j_cpu.ipynb #dee1e743
 KERNEL_DTYPES = {torch.bfloat16: 1, torch.float32: 0}                  # ELEM_BF16
-_FLAGS = (["-O3", "-march=native", "-ffast-math", "-fopenmp"],       # tried in turn: the first that builds
-          ["-O3", "-ffast-math", "-fopenmp"], ["-O3", "-ffast-math"])
+_FLAGS = (["-O3", "-march=native", "-ffast-math", "-fopenmp"],       # tried in turn: the first
+          ["-O3", "-ffast-math", "-fopenmp"], ["-O3", "-ffast-math"])    # that builds
 
 def build_c(source: str, defs: list[str], what: str):
-    "`source` compiled with the macros `defs` into a shared library and loaded; None where no compiler can build it."
+    """`source` compiled with the macros `defs` into a shared library and loaded; None
+    where no compiler can build it."""
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     if cc is None: return None
     folder = Path(tempfile.mkdtemp(prefix="mini_vllm_cpu_"))
     src, obj, lib = folder / "kernel.c", folder / "kernel.o", folder / "kernel.so"
     src.write_text(source)
-    for flags in _FLAGS:                    # compile, then link without -ffast-math: linked, it would make every
-        r = subprocess.run([cc, *flags, *defs, "-fPIC", "-c", str(src), "-o", str(obj)], capture_output=True)
-        if r.returncode == 0:               # float in the process flush tiny values to zero (1e-320 == 0.0)
+    # compile, then link without -ffast-math: linked, it would make every float in the process flush
+    # tiny values to zero (1e-320 == 0.0)
+    for flags in _FLAGS:
+        r = subprocess.run([cc, *flags, *defs, "-fPIC", "-c", str(src), "-o", str(obj)],
+                           capture_output=True)
+        if r.returncode == 0:
             link = [f for f in flags if f == "-fopenmp"]
-            r = subprocess.run([cc, "-shared", *link, str(obj), "-o", str(lib), "-lm"], capture_output=True)
+            r = subprocess.run([cc, "-shared", *link, str(obj), "-o", str(lib), "-lm"],
+                               capture_output=True)
         if r.returncode == 0: break
     else:
         shutil.rmtree(folder, ignore_errors=True)
@@ -113,12 +125,13 @@ def build_c(source: str, defs: list[str], what: str):
                       "PyTorch's ops stand in")
         return None
     dll = ctypes.CDLL(str(lib))
-    shutil.rmtree(folder, ignore_errors=True)                          # loaded: the files are no longer needed
+    shutil.rmtree(folder, ignore_errors=True)               # loaded: the files are no longer needed
     return dll
 
 @functools.cache
 def decode_kernel(dtype: torch.dtype, head_dim: int, group: int, block_size: int):
-    "The C decode attention for these shapes, compiled and loaded; None where no compiler can build it."
+    """The C decode attention for these shapes, compiled and loaded; None
+    where no compiler can build it."""
     if dtype not in KERNEL_DTYPES: return None
     defs = [f"-DHEAD_DIM={head_dim}", f"-DGROUP={group}", f"-DBLOCK_SIZE={block_size}",
             f"-DELEM_BF16={KERNEL_DTYPES[dtype]}"]
@@ -130,10 +143,11 @@ def decode_kernel(dtype: torch.dtype, head_dim: int, group: int, block_size: int
 
 # %% ../../nbs/04j_cpu.ipynb #ffa9249e
 def paged_decode(kernel, q, kc, vc, out, rows, block_tables, seq_lens):
-    """`out[rows]` = attention of the decode tokens `q[rows]` (one per request) over their requests' cached keys and
-    values; kc, vc: one layer's cache, (num_blocks, block_size, Hkv, D); block_tables (B, W) and seq_lens (B,) int32.
-    q may be a view with rows apart (q, k and v in one tensor), each row's heads one after another."""
-    assert q.stride(-1) == 1 and q.stride(-2) == q.shape[-1], "each row of q: its heads one after another"
+    """`out[rows]` = attention of the decode tokens `q[rows]` (one per request) over their requests'
+    cached keys and values; kc, vc: one layer's cache, (num_blocks, block_size, Hkv, D);
+    block_tables (B, W) and seq_lens (B,) int32. q may be a view with rows apart (q, k and v in one
+    tensor), each row's heads one after another."""
+    assert q.stride(-1) == 1 and q.stride(-2) == q.shape[-1], "each row of q: its heads in a row"
     assert out.is_contiguous() and kc.is_contiguous() and vc.is_contiguous()
     assert rows.dtype == torch.int64 and block_tables.dtype == seq_lens.dtype == torch.int32
     B, W = block_tables.shape
@@ -143,31 +157,35 @@ def paged_decode(kernel, q, kc, vc, out, rows, block_tables, seq_lens):
 
 # %% ../../nbs/04j_cpu.ipynb #b9343219
 class CPUPagedAttention(TorchPagedAttention):
-    "Paged attention on a CPU: decodes by the C kernel, whole prompts by causal SDPA, the rest as the reference."
+    """Paged attention on a CPU: decodes by the C kernel, whole prompts by causal
+    SDPA, the rest as the reference."""
     def __init__(self, cache: PagedKVCache, meta: AttentionMetadata):
         self.cache, self.meta = cache, meta
         ql = meta.query_start_loc[1:] - meta.query_start_loc[:-1]
         rows = torch.arange(len(ql))
         decode, whole = ql == 1, (ql > 1) & (ql == meta.seq_lens)
-        self.prompts = list(zip(meta.query_start_loc[:-1][whole].tolist(), ql[whole].tolist()))   # (first row, n)
-        self.decode_rows, rest = rows[decode], rows[(ql > 1) & ~whole]                 # rest: chunks after a prefix
+        # (first row, n) of each whole prompt
+        self.prompts = list(zip(meta.query_start_loc[:-1][whole].tolist(), ql[whole].tolist()))
+        self.decode_rows, rest = rows[decode], rows[(ql > 1) & ~whole]     # rest: later chunks
         self.groups = [_Group(rest, meta, cache.block_size)] if len(rest) else []
-        self.decodes = None                                                # rows, block tables, lengths: at first call
+        self.decodes = None                             # rows, block tables, lengths: at first call
 
-    def __call__(self, layer: int, q, k, v):                              # q (N, H, D); k, v (N, Hkv, D)
-        kc, vc = self.write(layer, k, v)                                   # as the reference does (04c)
-        o = torch.empty(q.shape, dtype=q.dtype)                            # q may be a view into q, k, v
+    def __call__(self, layer: int, q, k, v):              # q (N, H, D); k, v (N, Hkv, D)
+        kc, vc = self.write(layer, k, v)                  # as the reference does (04c)
+        o = torch.empty(q.shape, dtype=q.dtype)           # q may be a view into q, k, v
         if len(self.decode_rows): self._decode(q, kc, vc, o)
-        for s, n in self.prompts:                                          # (1, H, n, D) over its own (1, Hkv, n, D)
+        for s, n in self.prompts:                         # (1, H, n, D) over its own (1, Hkv, n, D)
             qp, kp, vp = (x[s:s + n].transpose(0, 1)[None] for x in (q, k, v))
-            o[s:s + n] = F.scaled_dot_product_attention(qp, kp, vp, is_causal=True, enable_gqa=True)[0].transpose(0, 1)
+            o_p = F.scaled_dot_product_attention(qp, kp, vp, is_causal=True, enable_gqa=True)
+            o[s:s + n] = o_p[0].transpose(0, 1)
         for g in self.groups: self.attend(g, q, kc, vc, o)
         return o
 
     def _decode(self, q, kc, vc, o):
         if self.decodes is None:
             m, r = self.meta, self.decode_rows
-            kernel = decode_kernel(q.dtype, q.shape[-1], q.shape[1] // kc.shape[2], self.cache.block_size)
+            kernel = decode_kernel(q.dtype, q.shape[-1], q.shape[1] // kc.shape[2],
+                                   self.cache.block_size)
             if kernel is None: self.groups.append(_Group(r, m, self.cache.block_size))
             self.decodes = (kernel, m.query_start_loc[r].long(), m.block_tables[r].contiguous(),
                             m.seq_lens[r].contiguous())
@@ -177,7 +195,8 @@ class CPUPagedAttention(TorchPagedAttention):
 # %% ../../nbs/04j_cpu.ipynb #3d3360ee
 def can_pack() -> bool:
     "Whether this PyTorch can keep weights in oneDNN's layout (x86 and Arm builds with oneDNN)."
-    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
+    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn,
+                                                            "_reorder_linear_weight")
 
 class PackedLinear(nn.Module):
     "A bf16 linear layer on the CPU whose weight was reordered for oneDNN once, at load."
@@ -199,17 +218,19 @@ def pack_linears(model: nn.Module) -> int:
     n = 0
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
-            if type(child) is nn.Linear and child.weight.dtype == torch.bfloat16 and child.weight.device.type == "cpu":
+            w = getattr(child, "weight", None)
+            if type(child) is nn.Linear and w.dtype == torch.bfloat16 and w.device.type == "cpu":
                 setattr(parent, name, PackedLinear(child))
                 n += 1
     return n
 
 # %% ../../nbs/04j_cpu.ipynb #de43f537
 FUSED_C = ELEMENT_C + r"""
-/* RMSNorm of N rows of C values as PyTorch's ops compute it: in fp32, the normalized row rounded, then times the
-   weight. With `add`, the row is first x + add, rounded, and that sum (the new residual) is written to `sum`. */
-void rms_norm(const elem *x, const elem *add, elem *sum, const elem *w, elem *out, int N, int C, float eps,
-              int threads) {
+/* RMSNorm of N rows of C values as PyTorch's ops compute it: in fp32, the normalized row rounded,
+   then times the weight. With `add`, the row is first x + add, rounded, and that sum (the new
+   residual) is written to `sum`. */
+void rms_norm(const elem *x, const elem *add, elem *sum, const elem *w, elem *out, int N, int C,
+              float eps, int threads) {
     #pragma omp parallel for num_threads(threads) if (N > 1)
     for (int n = 0; n < N; n++) {
         const elem *h = x + (int64_t)n * C;
@@ -226,19 +247,31 @@ void rms_norm(const elem *x, const elem *add, elem *sum, const elem *w, elem *ou
     }
 }
 
-/* RoPE in place on the first `heads` heads (q's, then k's) of N rows of qkv, rows `stride` elements apart:
-   x * cos + rotate_half(x) * sin, each product and the sum rounded as PyTorch's ops round them. */
-void rope(elem *qkv, const elem *cos, const elem *sin, int N, int heads, int D, int64_t stride, int threads) {
+/* RoPE in place on the first `heads` heads (q's, then k's) of N rows of qkv, rows `stride` elements
+   apart: x * cos + rotate_half(x) * sin, each product and the sum rounded as PyTorch's ops round
+   them. With `qw`, each head is first RMS-normalized as rms_norm does it, times qw (the first H
+   heads: q's) or kw (k's). */
+void rope(elem *qkv, const elem *cos, const elem *sin, int N, int heads, int D, int64_t stride,
+          int threads, const elem *qw, const elem *kw, int H, float eps) {
     int half = D / 2;
     #pragma omp parallel for num_threads(threads) if (N > 1)
     for (int n = 0; n < N; n++) {
         const elem *c = cos + (int64_t)n * D, *s = sin + (int64_t)n * D;
         for (int h = 0; h < heads; h++) {
             elem *x = qkv + n * stride + (int64_t)h * D;
+            if (qw) {
+                const elem *w = h < H ? qw : kw;
+                float ss = 0.f;
+                for (int d = 0; d < D; d++) ss += load(x[d]) * load(x[d]);
+                float r = 1.f / sqrtf(ss / D + eps);
+                for (int d = 0; d < D; d++) x[d] = store(load(w[d]) * load(store(load(x[d]) * r)));
+            }
             for (int d = 0; d < half; d++) {
                 float a = load(x[d]), b = load(x[d + half]);
                 x[d] = store(load(store(a * load(c[d]))) - load(store(b * load(s[d]))));
-                x[d + half] = store(load(store(b * load(c[d + half]))) + load(store(a * load(s[d + half]))));
+                float bc = load(store(b * load(c[d + half])));
+                float as = load(store(a * load(s[d + half])));
+                x[d + half] = store(bc + as);
             }
         }
     }
@@ -259,79 +292,80 @@ void silu_mul(const elem *gu, elem *out, int N, int I, int threads) {
 """
 
 # %% ../../nbs/04j_cpu.ipynb #d70d889b
-class CPUOps:
+class FusedC:
     "The C norms, RoPE and SwiGLU gate of `FUSED_C` for one dtype, called on tensors."
     def __init__(self, dll, dtype: torch.dtype):
         p, i, f = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
         self.dtype, self._norm, self._rope, self._gate = dtype, dll.rms_norm, dll.rope, dll.silu_mul
         self._norm.argtypes, self._norm.restype = [p] * 5 + [i, i, f, i], None
-        self._rope.argtypes, self._rope.restype = [p] * 3 + [i, i, i, ctypes.c_int64, i], None
+        self._rope.argtypes = [p] * 3 + [i, i, i, ctypes.c_int64, i, p, p, i, f]
+        self._rope.restype = None
         self._gate.argtypes, self._gate.restype = [p, p, i, i, i], None
 
     def norm(self, x, weight, eps: float, add=None):
-        "RMSNorm of the rows of x (N, C); with `add`: (x + add, its RMSNorm), the add done in the same pass."
+        """RMSNorm of the rows of x (N, C); with `add`: (x + add, its RMSNorm),
+        the add done in the same pass."""
         assert x.dtype == self.dtype and x.is_contiguous() and (add is None or add.is_contiguous())
         out, s = torch.empty_like(x), None if add is None else torch.empty_like(x)
-        self._norm(x.data_ptr(), None if add is None else add.data_ptr(), None if s is None else s.data_ptr(),
-                   weight.data_ptr(), out.data_ptr(), x.shape[0], x.shape[1], eps, torch.get_num_threads())
+        self._norm(x.data_ptr(), None if add is None else add.data_ptr(),
+                   None if s is None else s.data_ptr(), weight.data_ptr(), out.data_ptr(),
+                   x.shape[0], x.shape[1], eps, torch.get_num_threads())
         return out if add is None else (s, out)
 
-    def rope(self, qkv, cos, sin, heads: int, head_dim: int):
-        "Rotate the first `heads` heads of each row of qkv (N, ...) in place by cos and sin (N, head_dim)."
+    def rope(self, qkv, cos, sin, heads: int, head_dim: int, q_norm=None, k_norm=None,
+             num_heads: int = 0, eps: float = 0.0):
+        """Rotate the first `heads` heads of each row of qkv (N, ...) in place by cos and sin (N,
+        head_dim); given the weights `q_norm` and `k_norm`, each head RMS-normalized first (the
+        first `num_heads` by q_norm)."""
         assert qkv.dtype == cos.dtype == sin.dtype == self.dtype and qkv.stride(-1) == 1
         assert cos.is_contiguous() and sin.is_contiguous()
-        self._rope(qkv.data_ptr(), cos.data_ptr(), sin.data_ptr(), qkv.shape[0], heads, head_dim, qkv.stride(0),
-                   torch.get_num_threads())
+        assert q_norm is None or q_norm.dtype == k_norm.dtype == self.dtype
+        qw, kw = (None, None) if q_norm is None else (q_norm.data_ptr(), k_norm.data_ptr())
+        self._rope(qkv.data_ptr(), cos.data_ptr(), sin.data_ptr(), qkv.shape[0], heads, head_dim,
+                   qkv.stride(0), torch.get_num_threads(), qw, kw, num_heads, eps)
 
     def silu_mul(self, gu):
         "silu(gate) * up for gu (N, 2I) = [gate | up]: (N, I)."
         assert gu.dtype == self.dtype and gu.is_contiguous()
         out = gu.new_empty(gu.shape[0], gu.shape[1] // 2)
-        self._gate(gu.data_ptr(), out.data_ptr(), gu.shape[0], gu.shape[1] // 2, torch.get_num_threads())
+        self._gate(gu.data_ptr(), out.data_ptr(), gu.shape[0], gu.shape[1] // 2,
+                   torch.get_num_threads())
         return out
 
 @functools.cache
-def cpu_ops(dtype: torch.dtype) -> CPUOps | None:
+def fused_c(dtype: torch.dtype) -> FusedC | None:
     "The fused C functions for `dtype`, compiled and loaded; None where no compiler can build them."
     if dtype not in KERNEL_DTYPES: return None
     dll = build_c(FUSED_C, [f"-DELEM_BF16={KERNEL_DTYPES[dtype]}"], "norms, RoPE and SwiGLU gate")
-    return None if dll is None else CPUOps(dll, dtype)
+    return None if dll is None else FusedC(dll, dtype)
 
 # %% ../../nbs/04j_cpu.ipynb #79e77584
-from ..model import LlamaDecoderLayer, LlamaForCausalLM
+from ..model import TorchOps
 
-class CPURMSNorm(nn.Module):
-    "An RMSNorm computed by the C function; given a residual, it adds it first, in the same pass."
-    def __init__(self, norm: nn.Module, ops: CPUOps):
-        super().__init__()
-        self.weight, self.eps, self.ops = norm.weight, norm.eps, ops
+class CPUOps(TorchOps):
+    """01a's operations by the C functions, where they are built for the dtype and the input is rows
+    (N, C): the norm with its residual add in one pass, RoPE (after any head norms) in place in the
+    qkv rows, the gate."""
+    def rms_norm(self, x, weight, eps, residual=None):
+        fc = fused_c(x.dtype)
+        if fc is None or x.dim() != 2 or not x.is_contiguous():
+            return super().rms_norm(x, weight, eps, residual)
+        if residual is None: return fc.norm(x, weight, eps)
+        s, y = fc.norm(x, weight, eps, add=residual.contiguous())   # s = x + residual, y = its norm
+        return y, s
 
-    def forward(self, x, residual=None):        # returns norm(x), or (x + residual, norm(x + residual))
-        return self.ops.norm(x, self.weight, self.eps, add=residual)
+    def silu_and_mul(self, gu):
+        fc = fused_c(gu.dtype)
+        if fc is None or gu.dim() != 2: return super().silu_and_mul(gu)
+        return fc.silu_mul(gu.contiguous())
 
-class CPULlamaLayer(nn.Module):
-    "A Llama decoder layer whose norms, RoPE and SwiGLU gate are C functions: the same modules, the same results."
-    def __init__(self, layer: LlamaDecoderLayer, ops: CPUOps):
-        super().__init__()
-        self.self_attn, self.mlp, self.ops = layer.self_attn, layer.mlp, ops
-        self.input_layernorm = CPURMSNorm(layer.input_layernorm, ops)
-        self.post_attention_layernorm = CPURMSNorm(layer.post_attention_layernorm, ops)
-
-    def forward(self, x, cos, sin, attn):                            # x (N, C); cos, sin (N, D)
-        a, m = self.self_attn, self.mlp
-        qkv = a.qkv_proj(self.input_layernorm(x))                    # (N, (H + 2 Hkv) D)
-        self.ops.rope(qkv, cos, sin, a.nh + a.nkv, a.hd)             # q and k rotated in place
-        q, k, v = qkv.split([a.nh * a.hd, a.nkv * a.hd, a.nkv * a.hd], -1)
-        o = attn(a.layer, q.unflatten(-1, (a.nh, a.hd)), k.unflatten(-1, (a.nkv, a.hd)), v.unflatten(-1, (a.nkv, a.hd)))
-        h, y = self.post_attention_layernorm(a.o_proj(o.flatten(-2)), residual=x)   # h = x + attention; y = norm(h)
-        return h + m.down_proj(self.ops.silu_mul(m.gate_up_proj(y)))
-
-def fuse_layers(model: nn.Module) -> int:
-    "Give a CPU Llama model `CPULlamaLayer`s and a C final norm, in place; how many layers were replaced."
-    p = next(model.parameters())
-    if type(model) is not LlamaForCausalLM or p.device.type != "cpu" or (ops := cpu_ops(p.dtype)) is None: return 0
-    layers = model.model.layers
-    for i, layer in enumerate(layers):
-        if type(layer) is LlamaDecoderLayer: layers[i] = CPULlamaLayer(layer, ops)
-    model.model.norm = CPURMSNorm(model.model.norm, ops)
-    return len(layers)
+    def attend(self, a, qkv, cos, sin, attn):              # qkv (N, (H + 2 Hkv) D); cos, sin (N, D)
+        fc = fused_c(qkv.dtype)
+        if fc is None or qkv.dim() != 2 or cos.dtype != qkv.dtype:
+            return super().attend(a, qkv, cos, sin, attn)
+        norms = {}
+        if a.q_norm is not None:
+            norms = dict(q_norm=a.q_norm.weight, k_norm=a.k_norm.weight, num_heads=a.nh,
+                         eps=a.q_norm.eps)
+        fc.rope(qkv, cos, sin, a.nh + a.nkv, a.hd, **norms)           # q and k rotated in place
+        return attn(a.layer, *a.split_heads(qkv))                      # views of qkv

@@ -16,7 +16,7 @@ from fastcore.basics import patch
 from ..block_pool import KVCacheManager, cdiv
 from ..model_runner import LaunchedStep, ModelRunner, StepInputs, _to_host, needs_host
 from ..paged_attention import AttentionMetadata, PagedKVCache
-from ..sampling import SamplingTensors, sample, to_device
+from ..sampling import sample, to_device
 from ..scheduler import SchedulerOutput
 from .triton_attention import BLOCK_M, TritonPagedAttention, prefill_tiles
 from .triton_kernels import tl, triton
@@ -278,10 +278,8 @@ def advance(self: CUDAGraphRunner, last: LaunchedStep, out: SchedulerOutput) -> 
         f.pos[:n], f.seq_lens[:n], f.bt[:n] = f.pos[keep], f.seq_lens[keep], f.bt[keep]
         self._hold(n)
         tokens = tokens[keep]
-        pen = st.penalties.select(keep) if st.penalties is not None else None
-        st = SamplingTensors.from_params([r.sampling_params for r in out.requests],
-                                         [r.generator for r in out.requests], self.device, penalties=pen)
-    if st.penalties is not None: st.penalties.count(tokens)   # the tokens the inputs are now
+        st = st.select(keep, [r.sampling_params for r in out.requests], [r.generator for r in out.requests])
+    st.note_tokens(tokens)                               # the rows' inputs now: penalties count them
     self._grow_tables(out)
     b = self.replayed[1]
     f = self.buf

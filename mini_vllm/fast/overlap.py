@@ -76,7 +76,7 @@ class AsyncScheduler(Scheduler):
 # %% ../../nbs/04k_overlap.ipynb #afa9236a
 def _fill_pending(x: StepInputs, out: SchedulerOutput, last: LaunchedStep):
     """Put into the inputs of a prepared step the tokens that `last` sampled and the host has not seen (one indexed
-    copy), and count them in the penalties of the requests that sample now."""
+    copy), and note them in the sampling settings of the requests that sample now (their penalties count them)."""
     row, where, src, mine, at, k = None, [], [], [], 0, 0   # input index, row in `last`, row in `x.sampling`
     for req, n in zip(out.requests, out.num_new_tokens):
         if req.num_pending and req.num_computed_tokens + n > len(req.all_token_ids):  # its last input is on its way
@@ -89,7 +89,7 @@ def _fill_pending(x: StepInputs, out: SchedulerOutput, last: LaunchedStep):
     if not where: return
     where_t, src_t, mine_t = to_device([where, src, mine], x.input_ids.device, torch.long)
     x.input_ids[where_t] = last.tokens[src_t]
-    if x.st is not None and x.st.penalties is not None: x.st.penalties.count(last.tokens[src_t], mine_t)
+    if x.st is not None: x.st.note_tokens(last.tokens[src_t], mine_t)
 
 class OverlappedEngineCore(EngineCore):
     "Chapter 04e's engine core one step ahead: it launches step N+1, then records step N."

@@ -17,13 +17,15 @@ from .triton_kernels import _pdl, num_sms, rope_and_write_kv, tl, triton
 @triton.jit
 def _kv_slots(bt_ptr, req, stride_bt, n, nm, BLOCK_SIZE: tl.constexpr):
     "The cache slots of a request's tokens n (where nm), found through its block table."
-    page = tl.load(bt_ptr + req.to(tl.int64) * stride_bt + n // BLOCK_SIZE, mask=nm, other=0).to(tl.int64)
+    page = tl.load(bt_ptr + req.to(tl.int64) * stride_bt + n // BLOCK_SIZE, mask=nm, other=0)
+    page = page.to(tl.int64)
     return page * BLOCK_SIZE + n % BLOCK_SIZE
 
 
 @triton.jit
 def _kv_tile(k_ptr, v_ptr, slot, mask, kvh, HKV: tl.constexpr, D: tl.constexpr):
-    "The keys and values of kv head kvh at cache slots `slot` (where mask; zeros elsewhere): (BLOCK_N, D) each."
+    """The keys and values of kv head kvh at cache slots `slot` (where mask; zeros
+    elsewhere): (BLOCK_N, D) each."""
     off, d = slot * (HKV * D) + kvh * D, tl.arange(0, D)
     k = tl.load(k_ptr + off[:, None] + d[None, :], mask=mask[:, None], other=0.0)
     v = tl.load(v_ptr + off[:, None] + d[None, :], mask=mask[:, None], other=0.0)
@@ -32,7 +34,8 @@ def _kv_tile(k_ptr, v_ptr, slot, mask, kvh, HKV: tl.constexpr, D: tl.constexpr):
 # %% ../../nbs/04g1_triton_attention.ipynb #91cfc557
 @triton.jit
 def _written_now(slot, slot_ptr, num_new, STEP_PAD: tl.constexpr):
-    "Which of `slot` the step itself writes (its slot mapping, num_new entries; none when STEP_PAD is 0)."
+    """Which of `slot` the step itself writes (its slot mapping, num_new
+    entries; none when STEP_PAD is 0)."""
     fresh = slot < 0
     for i in tl.static_range(STEP_PAD):
         fresh = fresh | (slot == tl.load(slot_ptr + i, mask=i < num_new, other=-1))
@@ -41,22 +44,26 @@ def _written_now(slot, slot_ptr, num_new, STEP_PAD: tl.constexpr):
 # %% ../../nbs/04g1_triton_attention.ipynb #a487af0e
 @triton.jit
 def _online_softmax(q, k, v, keep, m_i, l_i, acc, qk_scale, IEEE: tl.constexpr):
-    "One tile of flash attention: the scores of queries q against keys k (where keep) folded into m, l and acc."
-    s = tl.dot(q, tl.trans(k), input_precision="ieee" if IEEE else "tf32") * qk_scale     # (rows, BLOCK_N)
+    """One tile of flash attention: the scores of queries q against keys k (where
+    keep) folded into m, l and acc."""
+    # (rows, BLOCK_N)
+    s = tl.dot(q, tl.trans(k), input_precision="ieee" if IEEE else "tf32") * qk_scale
     s = tl.where(keep, s, float("-inf"))
     m_new = tl.maximum(m_i, tl.max(s, 1))
-    m_new = tl.where(m_new == float("-inf"), 0.0, m_new)                                # a row that sees no key yet
+    m_new = tl.where(m_new == float("-inf"), 0.0, m_new)                # a row that sees no key yet
     alpha = tl.exp2(m_i - m_new)
     p = tl.exp2(s - m_new[:, None])
     l_i = l_i * alpha + tl.sum(p, 1)
-    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee" if IEEE else "tf32")
+    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v,
+                                        input_precision="ieee" if IEEE else "tf32")
     return m_new, l_i, acc
 
 # %% ../../nbs/04g1_triton_attention.ipynb #862834da
 @triton.jit
-def _merge_partitions(acc_ptr, ml_ptr, row0, live, G_PAD: tl.constexpr, G2: tl.constexpr, D: tl.constexpr,
-                      PARTS: tl.constexpr):
-    "The outputs of heads 0..G2-1 from the partial results of partitions 0..live-1 (row row0 + p * G_PAD + g)."
+def _merge_partitions(acc_ptr, ml_ptr, row0, live, G_PAD: tl.constexpr, G2: tl.constexpr,
+                      D: tl.constexpr, PARTS: tl.constexpr):
+    """The outputs of heads 0..G2-1 from the partial results of partitions
+    0..live-1 (row row0 + p * G_PAD + g)."""
     g, d = tl.arange(0, G2), tl.arange(0, D)
     m_all = tl.full([G2], float("-inf"), tl.float32)
     l_all = tl.zeros([G2], tl.float32)
@@ -65,10 +72,11 @@ def _merge_partitions(acc_ptr, ml_ptr, row0, live, G_PAD: tl.constexpr, G2: tl.c
         p = p0 + tl.arange(0, PARTS)
         pm = (p < live)[:, None]
         row = row0 + p[:, None] * G_PAD + g[None, :]                                   # (PARTS, G2)
-        m = tl.load(ml_ptr + row * 2, mask=pm, other=float("-inf"), cache_modifier=".cg")   # .cg: from L2, where the
-        l = tl.load(ml_ptr + row * 2 + 1, mask=pm, other=0.0, cache_modifier=".cg")      # other programs wrote them
-        a = tl.load(acc_ptr + row[:, :, None] * D + d[None, None, :], mask=pm[:, :, None], other=0.0,
-                    cache_modifier=".cg")
+        # .cg: from L2, where the other programs wrote them
+        m = tl.load(ml_ptr + row * 2, mask=pm, other=float("-inf"), cache_modifier=".cg")
+        l = tl.load(ml_ptr + row * 2 + 1, mask=pm, other=0.0, cache_modifier=".cg")
+        a = tl.load(acc_ptr + row[:, :, None] * D + d[None, None, :], mask=pm[:, :, None],
+                    other=0.0, cache_modifier=".cg")
         m_new = tl.maximum(m_all, tl.max(m, 0))
         w, alpha = tl.exp2(m - m_new[None, :]), tl.exp2(m_all - m_new)
         o = o * alpha[:, None] + tl.sum(a * w[:, :, None], 0)
@@ -78,12 +86,14 @@ def _merge_partitions(acc_ptr, ml_ptr, row0, live, G_PAD: tl.constexpr, G2: tl.c
 
 # %% ../../nbs/04g1_triton_attention.ipynb #463e626d
 @triton.jit
-def _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, lo, end, kvh, qk_scale, HKV: tl.constexpr,
-                  D: tl.constexpr, BLOCK_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, IEEE: tl.constexpr):
+def _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, lo, end, kvh, qk_scale,
+                  HKV: tl.constexpr, D: tl.constexpr, BLOCK_SIZE: tl.constexpr,
+                  BLOCK_N: tl.constexpr, IEEE: tl.constexpr):
     "The context's tokens lo .. end - 1, BLOCK_N at a time, folded into m, l and acc."
     for n0 in range(lo, end, BLOCK_N):
         n = n0 + tl.arange(0, BLOCK_N)
-        k, v = _kv_tile(k_ptr, v_ptr, _kv_slots(bt_ptr, req, stride_bt, n, n < end, BLOCK_SIZE), n < end, kvh, HKV, D)
+        k, v = _kv_tile(k_ptr, v_ptr, _kv_slots(bt_ptr, req, stride_bt, n, n < end, BLOCK_SIZE),
+                        n < end, kvh, HKV, D)
         m_i, l_i, acc = _online_softmax(q, k, v, (n < end)[None, :], m_i, l_i, acc, qk_scale, IEEE)
     return m_i, l_i, acc
 
@@ -92,121 +102,135 @@ def _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, lo, en
 def _store_heads(o_ptr, o, tok, kvh, g, stride_ot, stride_oh, G: tl.constexpr, D: tl.constexpr):
     "Rows g < G of o: the outputs of query heads kvh * G + g for the query token tok."
     d = tl.arange(0, D)
-    tl.store(o_ptr + tok * stride_ot + (kvh * G + g)[:, None] * stride_oh + d[None, :], o.to(o_ptr.dtype.element_ty),
-             mask=(g < G)[:, None])
+    tl.store(o_ptr + tok * stride_ot + (kvh * G + g)[:, None] * stride_oh + d[None, :],
+             o.to(o_ptr.dtype.element_ty), mask=(g < G)[:, None])
 
 # %% ../../nbs/04g1_triton_attention.ipynb #d8e7d33c
 @triton.jit
-def _finish_part(o_ptr, acc_ptr, ml_ptr, counter, acc, m_i, l_i, row0, part, parts, tok, kvh, stride_ot, stride_oh,
-                 G: tl.constexpr, G_PAD: tl.constexpr, G2: tl.constexpr, D: tl.constexpr, PARTS: tl.constexpr):
-    """Part `part` of `parts` of one context's attention done, for one KV head's query heads. Alone, it writes their
-    outputs; else it writes its m, l, acc at rows row0 + part * G_PAD + g, counts itself in at `counter`, and the
-    last of the parts to arrive merges them all and writes the outputs."""
+def _finish_part(o_ptr, acc_ptr, ml_ptr, counter, acc, m_i, l_i, row0, part, parts, tok, kvh,
+                 stride_ot, stride_oh, G: tl.constexpr, G_PAD: tl.constexpr, G2: tl.constexpr,
+                 D: tl.constexpr, PARTS: tl.constexpr):
+    """Part `part` of `parts` of one context's attention done, for one KV head's query heads. Alone,
+    it writes their outputs; else it writes its m, l, acc at rows row0 + part * G_PAD + g, counts
+    itself in at `counter`, and the last of the parts to arrive merges them all and writes the
+    outputs."""
     g, d = tl.arange(0, G_PAD), tl.arange(0, D)
     if parts == 1:
         _store_heads(o_ptr, acc / l_i[:, None], tok, kvh, g, stride_ot, stride_oh, G, D)
     else:
-        row, gm = row0 + part * G_PAD + g, g < G2                   # the rows the merge reads (its heads 0..G2-1)
+        row, gm = row0 + part * G_PAD + g, g < G2     # the rows the merge reads (its heads 0..G2-1)
         tl.store(acc_ptr + row[:, None] * D + d[None, :], acc, mask=gm[:, None])
         tl.store(ml_ptr + row * 2, m_i, mask=gm)
         tl.store(ml_ptr + row * 2 + 1, l_i, mask=gm)
-        tl.debug_barrier()                                          # all of this program's stores issued, then
+        tl.debug_barrier()                               # all of this program's stores issued, then
         done = tl.atomic_add(counter, 1, sem="acq_rel")             # released with the count
         if done == parts - 1:
-            tl.store(counter, 0)                                    # back to zero for the next launch
+            tl.store(counter, 0)                                  # back to zero for the next launch
             o = _merge_partitions(acc_ptr, ml_ptr, row0, parts, G_PAD, G2, D, PARTS)
             _store_heads(o_ptr, o, tok, kvh, tl.arange(0, G2), stride_ot, stride_oh, G, D)
 
 @triton.jit(do_not_specialize=["stride_bt", "num_parts"])      # they change from step to step
-def _decode_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, seq_lens_ptr, qsl_ptr, reqs_ptr,
-                   slot_ptr, num_new, scale, stride_qt, stride_qh, stride_ot, stride_oh, stride_bt, num_parts,
-                   partition, G: tl.constexpr, G_PAD: tl.constexpr, G2: tl.constexpr, HKV: tl.constexpr,
-                   D: tl.constexpr, BLOCK_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr,
-                   ONE_PART: tl.constexpr, STEP_PAD: tl.constexpr, IEEE: tl.constexpr, PDL: tl.constexpr):
+def _decode_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, seq_lens_ptr,
+                   qsl_ptr, reqs_ptr, slot_ptr, num_new, scale, stride_qt, stride_qh, stride_ot,
+                   stride_oh, stride_bt, num_parts, partition, G: tl.constexpr, G_PAD: tl.constexpr,
+                   G2: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr, BLOCK_SIZE: tl.constexpr,
+                   BLOCK_N: tl.constexpr, PARTS: tl.constexpr, ONE_PART: tl.constexpr,
+                   STEP_PAD: tl.constexpr, IEEE: tl.constexpr, PDL: tl.constexpr):
     b, kvh, part = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     req = tl.load(reqs_ptr + b)
-    tok = tl.load(qsl_ptr + req)                                   # the request's query row in the step
+    tok = tl.load(qsl_ptr + req)                               # the request's query row in the step
     seq_len = tl.load(seq_lens_ptr + req)
     g, d = tl.arange(0, G_PAD), tl.arange(0, D)
     q_ptrs = q_ptr + tok * stride_qt + (kvh * G + g)[:, None] * stride_qh + d[None, :]
     qk_scale = scale * 1.4426950408889634                           # exp(x) = exp2(x * log2(e))
     m_i, l_i, acc = (tl.full([G_PAD], float("-inf"), tl.float32), tl.zeros([G_PAD], tl.float32),
                      tl.zeros([G_PAD, D], tl.float32))
-    if ONE_PART:                                                   # many requests, a whole context each: one loop
+    if ONE_PART:                                     # many requests, a whole context each: one loop
         if PDL:
             tl.extra.cuda.gdc_launch_dependents()
             tl.extra.cuda.gdc_wait()
         q = tl.load(q_ptrs, mask=(g < G)[:, None], other=0.0)
-        m_i, l_i, acc = _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, 0, seq_len, kvh, qk_scale,
-                                      HKV, D, BLOCK_SIZE, BLOCK_N, IEEE)
+        m_i, l_i, acc = _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, 0,
+                                      seq_len, kvh, qk_scale, HKV, D, BLOCK_SIZE, BLOCK_N, IEEE)
         _store_heads(o_ptr, acc / l_i[:, None], tok, kvh, g, stride_ot, stride_oh, G, D)
     else:
         start = part * partition
         end = tl.minimum(start + partition, seq_len)
-        if STEP_PAD == 0:                                          # no slots of this step to tell apart: one loop
-            if start < end:                                        # (partitions past the context do nothing)
+        if STEP_PAD == 0:                            # no slots of this step to tell apart: one loop
+            if start < end:                          # (partitions past the context do nothing)
                 q = tl.load(q_ptrs, mask=(g < G)[:, None], other=0.0)
-                m_i, l_i, acc = _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, start, end,
-                                              kvh, qk_scale, HKV, D, BLOCK_SIZE, BLOCK_N, IEEE)
+                m_i, l_i, acc = _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req,
+                                              stride_bt, start, end, kvh, qk_scale, HKV, D,
+                                              BLOCK_SIZE, BLOCK_N, IEEE)
         else:
-            n = start + tl.arange(0, BLOCK_N)                      # the first tile, asked for before the wait,
-            slot = _kv_slots(bt_ptr, req, stride_bt, n, n < end, BLOCK_SIZE)   # but for the tokens this step writes
+            # the first tile, asked for before the wait, but for the tokens this step writes
+            n = start + tl.arange(0, BLOCK_N)
+            slot = _kv_slots(bt_ptr, req, stride_bt, n, n < end, BLOCK_SIZE)
             fresh = _written_now(slot, slot_ptr, num_new, STEP_PAD)
             k, v = _kv_tile(k_ptr, v_ptr, slot, (n < end) & (fresh == 0), kvh, HKV, D)
             if PDL:
                 tl.extra.cuda.gdc_launch_dependents()
-                tl.extra.cuda.gdc_wait()                           # this step's k, v and q are written now
+                tl.extra.cuda.gdc_wait()                    # this step's k, v and q are written now
             if start < end:
                 q = tl.load(q_ptrs, mask=(g < G)[:, None], other=0.0)
                 k_new, v_new = _kv_tile(k_ptr, v_ptr, slot, (n < end) & fresh, kvh, HKV, D)
                 k, v = tl.where(fresh[:, None], k_new, k), tl.where(fresh[:, None], v_new, v)
-                m_i, l_i, acc = _online_softmax(q, k, v, (n < end)[None, :], m_i, l_i, acc, qk_scale, IEEE)
-                m_i, l_i, acc = _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, start + BLOCK_N,
-                                              end, kvh, qk_scale, HKV, D, BLOCK_SIZE, BLOCK_N, IEEE)
+                m_i, l_i, acc = _online_softmax(q, k, v, (n < end)[None, :], m_i, l_i, acc,
+                                                qk_scale, IEEE)
+                m_i, l_i, acc = _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req,
+                                              stride_bt, start + BLOCK_N, end, kvh, qk_scale, HKV,
+                                              D, BLOCK_SIZE, BLOCK_N, IEEE)
         if start < end:
-            live = tl.minimum(tl.cdiv(seq_len, partition), num_parts)              # partitions with tokens in them
+            live = tl.minimum(tl.cdiv(seq_len, partition), num_parts)     # partitions with tokens
             _finish_part(o_ptr, acc_ptr, ml_ptr, count_ptr + b * HKV + kvh, acc, m_i, l_i,
-                         (b * HKV + kvh) * num_parts * G_PAD, part, live, tok, kvh, stride_ot, stride_oh,
-                         G, G_PAD, G2, D, PARTS)
+                         (b * HKV + kvh) * num_parts * G_PAD, part, live, tok, kvh, stride_ot,
+                         stride_oh, G, G_PAD, G2, D, PARTS)
 
 # %% ../../nbs/04g1_triton_attention.ipynb #c4f57cf6
 # the best of a sweep on an H200 (benchmarks/gpu_bench.py, attnbw)
 DECODE_TILING = dict(block_n=64, num_warps=2, num_stages=4)
 
 def decode_partition(num_programs: int, max_seq_len: int, num_sms: int, block_n: int = 64) -> int:
-    "Tokens per partition: the whole context when (requests x kv heads) alone fill the GPU twice, else smaller pieces."
+    """Tokens per partition: the whole context when (requests x kv heads) alone fill the
+    GPU twice, else smaller pieces."""
     whole = triton.cdiv(max_seq_len, block_n) * block_n
     if num_programs >= 2 * num_sms: return whole
-    return max(block_n, min(whole, triton.next_power_of_2(triton.cdiv(max_seq_len * num_programs, 2 * num_sms))))
+    fill = triton.next_power_of_2(triton.cdiv(max_seq_len * num_programs, 2 * num_sms))
+    return max(block_n, min(whole, fill))
 
 # %% ../../nbs/04g1_triton_attention.ipynb #310c0ac3
-_ARRIVALS = {}     # device -> counter buffers, the newest last; older ones stay alive for the graphs that use them
+# device -> counter buffers, the newest last; older ones stay alive for the graphs that use them
+_ARRIVALS = {}
 
 def _arrival_counts(device, n: int) -> torch.Tensor:
-    "n zeroed arrival counters on `device`, kept across launches: each launch leaves them at zero again."
+    """n zeroed arrival counters on `device`, kept across launches: each
+    launch leaves them at zero again."""
     bufs = _ARRIVALS.setdefault(device, [])
     if not bufs or bufs[-1].numel() < n:
         if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-            raise RuntimeError("paged_decode_attention: run the step once before capturing it in a CUDA graph")
+            raise RuntimeError("paged_decode_attention: run the step once before capturing it in a "
+                               "CUDA graph")
         bufs.append(torch.zeros(max(n, 1024), dtype=torch.int32, device=device))
     return bufs[-1]
 
 # %% ../../nbs/04g1_triton_attention.ipynb #828a691d
-def paged_decode_attention(out, q, k_cache, v_cache, block_tables, seq_lens, query_start_loc, reqs, scale,
-                           max_seq_len: int, partition: int | None = None, block_n: int | None = None,
-                           num_warps: int | None = None, num_stages: int | None = None, pdl: bool = False,
+def paged_decode_attention(out, q, k_cache, v_cache, block_tables, seq_lens, query_start_loc, reqs,
+                           scale, max_seq_len: int, partition: int | None = None,
+                           block_n: int | None = None, num_warps: int | None = None,
+                           num_stages: int | None = None, pdl: bool = False,
                            new_slots: torch.Tensor | None = None):
-    """Attention of one query token per request in `reqs` over its paged context; results into `out` (N, H, D).
-    `new_slots`: the cache slots the step writes (its slot mapping, at most 16), read only after the wait for the
-    kernel before; `pdl`: launch with PDL where supported, for a step that gives its `new_slots` (the kernel before
-    may then still be writing q and those slots)."""
+    """Attention of one query token per request in `reqs` over its paged context; results into `out`
+    (N, H, D). `new_slots`: the cache slots the step writes (its slot mapping, at most 16), read
+    only after the wait for the kernel before; `pdl`: launch with PDL where supported, for a step
+    that gives its `new_slots` (the kernel before may then still be writing q and those slots)."""
     B = reqs.shape[0]
     if B == 0: return
     H, D = q.shape[1], q.shape[2]
     HKV, BS = k_cache.shape[2], k_cache.shape[1]
     G = H // HKV
     t = DECODE_TILING
-    block_n, num_warps, num_stages = block_n or t["block_n"], num_warps or t["num_warps"], num_stages or t["num_stages"]
+    block_n, num_warps = block_n or t["block_n"], num_warps or t["num_warps"]
+    num_stages = num_stages or t["num_stages"]
     partition = partition or decode_partition(B * HKV, max_seq_len, num_sms(), block_n)
     G_PAD, G2, parts = (max(16, triton.next_power_of_2(G)), triton.next_power_of_2(G),
                         triton.cdiv(max_seq_len, partition))
@@ -215,35 +239,42 @@ def paged_decode_attention(out, q, k_cache, v_cache, block_tables, seq_lens, que
     rows = B * HKV * parts * G_PAD if parts > 1 else 1
     acc = torch.empty(rows, D, dtype=torch.float32, device=q.device)
     ml = torch.empty(rows, 2, dtype=torch.float32, device=q.device)
-    _decode_kernel[(B, HKV, parts)](out, acc, ml, _arrival_counts(q.device, B * HKV), q, k_cache, v_cache, block_tables,
-        seq_lens, query_start_loc, reqs, new_slots if step_pad else reqs, n_new, scale, q.stride(0), q.stride(1),
-        out.stride(0), out.stride(1), block_tables.stride(0), parts, partition, G=G, G_PAD=G_PAD, G2=G2, HKV=HKV, D=D,
-        BLOCK_SIZE=BS, BLOCK_N=block_n, PARTS=max(2, 4096 // (G2 * D)), ONE_PART=parts == 1, STEP_PAD=step_pad,
-        IEEE=q.dtype == torch.float32, num_warps=num_warps, num_stages=num_stages, **_pdl(pdl and step_pad > 0))
+    _decode_kernel[(B, HKV, parts)](out, acc, ml, _arrival_counts(q.device, B * HKV), q, k_cache,
+        v_cache, block_tables, seq_lens, query_start_loc, reqs, new_slots if step_pad else reqs,
+        n_new, scale, q.stride(0), q.stride(1), out.stride(0), out.stride(1),
+        block_tables.stride(0), parts, partition, G=G, G_PAD=G_PAD, G2=G2, HKV=HKV, D=D,
+        BLOCK_SIZE=BS, BLOCK_N=block_n, PARTS=max(2, 4096 // (G2 * D)), ONE_PART=parts == 1,
+        STEP_PAD=step_pad, IEEE=q.dtype == torch.float32, num_warps=num_warps,
+        num_stages=num_stages, **_pdl(pdl and step_pad > 0))
 
 # %% ../../nbs/04g1_triton_attention.ipynb #a1b2c302
-ITEMS_CHUNK = 1024   # tokens a piece at most (512 and 2,048 measured slower on an H200); 0: one program a context
+# tokens a piece at most (512 and 2,048 measured slower on an H200); 0: one program a context
+ITEMS_CHUNK = 1024
 
 @triton.jit
 def _pieces(seq_lens_ptr, reqs_ptr, b, B, chunk, BLOCK_N: tl.constexpr):
-    "For the lanes b: (request, context length, pieces, piece length): equal pieces of whole tiles, at most `chunk`."
+    """For the lanes b: (request, context length, pieces, piece length): equal pieces
+    of whole tiles, at most `chunk`."""
     bm = b < B
     req = tl.load(reqs_ptr + b, mask=bm, other=0)
     L = tl.load(seq_lens_ptr + req, mask=bm, other=0)
-    size = tl.maximum(tl.cdiv(tl.cdiv(L, tl.maximum(tl.cdiv(L, chunk), 1)), BLOCK_N) * BLOCK_N, BLOCK_N)
+    size = tl.maximum(tl.cdiv(tl.cdiv(L, tl.maximum(tl.cdiv(L, chunk), 1)), BLOCK_N) * BLOCK_N,
+                      BLOCK_N)
     return req, L, tl.cdiv(L, size), size
 
 @triton.jit(do_not_specialize=["B", "chunk", "max_pieces"])
-def _build_items(items_ptr, n_items_ptr, seq_lens_ptr, reqs_ptr, B, chunk, max_pieces, B_PAD: tl.constexpr,
-                 BLOCK_N: tl.constexpr):
-    "One program, a lane per request: each request's items (request, start, end, piece, pieces), longest first."
+def _build_items(items_ptr, n_items_ptr, seq_lens_ptr, reqs_ptr, B, chunk, max_pieces,
+                 B_PAD: tl.constexpr, BLOCK_N: tl.constexpr):
+    """One program, a lane per request: each request's items (request, start, end,
+    piece, pieces), longest first."""
     b = tl.arange(0, B_PAD)
     req, L, n, size = _pieces(seq_lens_ptr, reqs_ptr, b, B, chunk, BLOCK_N)
-    first = tl.zeros([B_PAD], tl.int32)                             # pieces of the contexts that go before it
+    first = tl.zeros([B_PAD], tl.int32)                   # pieces of the contexts that go before it
     for j0 in range(0, B_PAD, 32):
         j = j0 + tl.arange(0, 32)
         _, Lj, nj, _ = _pieces(seq_lens_ptr, reqs_ptr, j, B, chunk, BLOCK_N)
-        before = (Lj[None, :] > L[:, None]) | ((Lj[None, :] == L[:, None]) & (j[None, :] < b[:, None]))
+        tie = (Lj[None, :] == L[:, None]) & (j[None, :] < b[:, None])
+        before = (Lj[None, :] > L[:, None]) | tie
         first += tl.sum(tl.where(before, nj[None, :], 0), 1)
     for p in range(0, max_pieces):
         live = (b < B) & (p < n)
@@ -256,52 +287,60 @@ def _build_items(items_ptr, n_items_ptr, seq_lens_ptr, reqs_ptr, B, chunk, max_p
     tl.store(n_items_ptr, tl.sum(n, 0))
 
 def build_items(seq_lens, reqs, max_seq_len: int, chunk: int = ITEMS_CHUNK, block_n: int = 64):
-    "(items, n_items), both on the device: room for each request's most pieces; the count written by the kernel."
+    """(items, n_items), both on the device: room for each request's most pieces;
+    the count written by the kernel."""
     B, max_pieces = reqs.shape[0], triton.cdiv(max_seq_len, chunk)
     items = torch.empty(max(1, B * max_pieces), 5, dtype=torch.int32, device=reqs.device)
     n_items = torch.empty(1, dtype=torch.int32, device=reqs.device)
-    _build_items[(1,)](items, n_items, seq_lens, reqs, B, chunk, max_pieces, B_PAD=max(32, triton.next_power_of_2(B)),
-                       BLOCK_N=block_n)
+    _build_items[(1,)](items, n_items, seq_lens, reqs, B, chunk, max_pieces,
+                       B_PAD=max(32, triton.next_power_of_2(B)), BLOCK_N=block_n)
     return items, n_items
 
 # %% ../../nbs/04g1_triton_attention.ipynb #a1b2c304
 @triton.jit(do_not_specialize=["stride_bt"])
-def _items_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, qsl_ptr, items_ptr, n_items_ptr,
-                  scale, stride_qt, stride_qh, stride_ot, stride_oh, stride_bt, G: tl.constexpr, G_PAD: tl.constexpr,
-                  G2: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr, BLOCK_SIZE: tl.constexpr,
+def _items_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, qsl_ptr,
+                  items_ptr, n_items_ptr, scale, stride_qt, stride_qh, stride_ot, stride_oh,
+                  stride_bt, G: tl.constexpr, G_PAD: tl.constexpr, G2: tl.constexpr,
+                  HKV: tl.constexpr, D: tl.constexpr, BLOCK_SIZE: tl.constexpr,
                   BLOCK_N: tl.constexpr, PARTS: tl.constexpr, IEEE: tl.constexpr):
     u = tl.program_id(0)
-    if u < tl.load(n_items_ptr) * HKV:                              # past the count: nothing to do this step
+    if u < tl.load(n_items_ptr) * HKV:                     # past the count: nothing to do this step
         g, d = tl.arange(0, G_PAD), tl.arange(0, D)
-        item, kvh = u // HKV, u % HKV                               # a piece's KV heads side by side
+        item, kvh = u // HKV, u % HKV                              # a piece's KV heads side by side
         req = tl.load(items_ptr + item * 5)
         start, end = tl.load(items_ptr + item * 5 + 1), tl.load(items_ptr + item * 5 + 2)
         piece, pieces = tl.load(items_ptr + item * 5 + 3), tl.load(items_ptr + item * 5 + 4)
         tok = tl.load(qsl_ptr + req)
-        q = tl.load(q_ptr + tok * stride_qt + (kvh * G + g)[:, None] * stride_qh + d[None, :], mask=(g < G)[:, None],
-                    other=0.0)
+        q = tl.load(q_ptr + tok * stride_qt + (kvh * G + g)[:, None] * stride_qh + d[None, :],
+                    mask=(g < G)[:, None], other=0.0)
         m_i, l_i, acc = (tl.full([G_PAD], float("-inf"), tl.float32), tl.zeros([G_PAD], tl.float32),
                          tl.zeros([G_PAD, D], tl.float32))
-        m_i, l_i, acc = _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, start, end, kvh,
-                                      scale * 1.4426950408889634, HKV, D, BLOCK_SIZE, BLOCK_N, IEEE)
-        row0 = ((item - piece) * HKV + kvh * pieces) * G_PAD        # the rows of the context's pieces, in order,
-        _finish_part(o_ptr, acc_ptr, ml_ptr, count_ptr + req * HKV + kvh, acc, m_i, l_i, row0, piece, pieces, tok,
-                     kvh, stride_ot, stride_oh, G, G_PAD, G2, D, PARTS)     # from its first piece's units
+        m_i, l_i, acc = _attend_tiles(q, m_i, l_i, acc, k_ptr, v_ptr, bt_ptr, req, stride_bt, start,
+                                      end, kvh, scale * 1.4426950408889634, HKV, D, BLOCK_SIZE,
+                                      BLOCK_N, IEEE)
+        # the rows of the context's pieces, in order, from its first piece's units
+        row0 = ((item - piece) * HKV + kvh * pieces) * G_PAD
+        _finish_part(o_ptr, acc_ptr, ml_ptr, count_ptr + req * HKV + kvh, acc, m_i, l_i, row0,
+                     piece, pieces, tok, kvh, stride_ot, stride_oh, G, G_PAD, G2, D, PARTS)
 
-def items_decode_attention(out, q, k_cache, v_cache, block_tables, query_start_loc, items, n_items, scale,
-                           block_n: int | None = None, num_warps: int | None = None, num_stages: int | None = None):
-    "Decode attention over the work items of `build_items`: one program per (item, KV head) of their room."
+def items_decode_attention(out, q, k_cache, v_cache, block_tables, query_start_loc, items, n_items,
+                           scale, block_n: int | None = None, num_warps: int | None = None,
+                           num_stages: int | None = None):
+    """Decode attention over the work items of `build_items`: one program per
+    (item, KV head) of their room."""
     H, D = q.shape[1], q.shape[2]
     HKV, BS = k_cache.shape[2], k_cache.shape[1]
     G, G2, t = H // HKV, triton.next_power_of_2(H // HKV), DECODE_TILING
     G_PAD, units = max(16, G2), items.shape[0] * HKV
     acc = torch.empty(units * G_PAD, D, dtype=torch.float32, device=q.device)
     ml = torch.empty(units * G_PAD, 2, dtype=torch.float32, device=q.device)
-    _items_kernel[(units,)](out, acc, ml, _arrival_counts(q.device, block_tables.shape[0] * HKV), q, k_cache, v_cache,
-        block_tables, query_start_loc, items, n_items, scale, q.stride(0), q.stride(1), out.stride(0), out.stride(1),
-        block_tables.stride(0), G=G, G_PAD=G_PAD, G2=G2, HKV=HKV, D=D, BLOCK_SIZE=BS,
-        BLOCK_N=block_n or t["block_n"], PARTS=4, IEEE=q.dtype == torch.float32,   # 4 merged at a time: fewer registers
-        num_warps=num_warps or t["num_warps"], num_stages=num_stages or t["num_stages"])
+    counts = _arrival_counts(q.device, block_tables.shape[0] * HKV)
+    _items_kernel[(units,)](out, acc, ml, counts, q, k_cache, v_cache, block_tables,
+        query_start_loc, items, n_items, scale, q.stride(0), q.stride(1), out.stride(0),
+        out.stride(1), block_tables.stride(0), G=G, G_PAD=G_PAD, G2=G2, HKV=HKV, D=D, BLOCK_SIZE=BS,
+        BLOCK_N=block_n or t["block_n"], PARTS=4,              # 4 merged at a time: fewer registers
+        IEEE=q.dtype == torch.float32, num_warps=num_warps or t["num_warps"],
+        num_stages=num_stages or t["num_stages"])
 
 # %% ../../nbs/04g1_triton_attention.ipynb #baae63ee
 @triton.jit(do_not_specialize=["stride_bt"])   # the block table's width changes from step to step
@@ -314,41 +353,45 @@ def _prefill_kernel(o_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, seq_lens_ptr, qsl_ptr, t
     q0 = tl.load(qsl_ptr + req)
     q_len = tl.load(qsl_ptr + req + 1) - q0
     seq_len = tl.load(seq_lens_ptr + req)
-    ctx = seq_len - q_len                                                  # tokens cached before this step
+    ctx = seq_len - q_len                                      # tokens cached before this step
     m, d = m0 + tl.arange(0, BLOCK_M), tl.arange(0, D)
     mm = m < q_len
-    q = tl.load(q_ptr + (q0 + m)[:, None] * stride_qt + h * stride_qh + d[None, :], mask=mm[:, None], other=0.0)
-    qpos = ctx + m                                                         # (BLOCK_M,) positions of the queries
+    q = tl.load(q_ptr + (q0 + m)[:, None] * stride_qt + h * stride_qh + d[None, :],
+                mask=mm[:, None], other=0.0)
+    qpos = ctx + m                                             # (BLOCK_M,) positions of the queries
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, D], tl.float32)
     kvh = h // G
     qk_scale = scale * 1.4426950408889634
-    end = tl.minimum(seq_len, ctx + m0 + BLOCK_M)                          # the last key this tile may see, + 1
+    end = tl.minimum(seq_len, ctx + m0 + BLOCK_M)              # the last key this tile may see, + 1
     for n0 in range(0, end, BLOCK_N):
         n = n0 + tl.arange(0, BLOCK_N)
-        k, v = _kv_tile(k_ptr, v_ptr, _kv_slots(bt_ptr, req, stride_bt, n, n < end, BLOCK_SIZE), n < end, kvh, HKV, D)
-        causal = (n < end)[None, :] & (n[None, :] <= qpos[:, None])                         # (BLOCK_M, BLOCK_N)
+        k, v = _kv_tile(k_ptr, v_ptr, _kv_slots(bt_ptr, req, stride_bt, n, n < end, BLOCK_SIZE),
+                        n < end, kvh, HKV, D)
+        causal = (n < end)[None, :] & (n[None, :] <= qpos[:, None])             # (BLOCK_M, BLOCK_N)
         m_i, l_i, acc = _online_softmax(q, k, v, causal, m_i, l_i, acc, qk_scale, IEEE)
     o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
-    tl.store(o_ptr + (q0 + m)[:, None] * stride_ot + h * stride_oh + d[None, :], o.to(o_ptr.dtype.element_ty),
-             mask=mm[:, None])
+    tl.store(o_ptr + (q0 + m)[:, None] * stride_ot + h * stride_oh + d[None, :],
+             o.to(o_ptr.dtype.element_ty), mask=mm[:, None])
 
 # %% ../../nbs/04g1_triton_attention.ipynb #c56b5876
 def prefill_tiles(query_lens: list[int], block_m: int) -> list[tuple[int, int]]:
     "(request, first query) of every BLOCK_M tile of the requests that bring more than one token."
     return [(r, m0) for r, n in enumerate(query_lens) if n > 1 for m0 in range(0, n, block_m)]
 
-def paged_prefill_attention(out, q, k_cache, v_cache, block_tables, seq_lens, query_start_loc, tiles, scale,
-                            block_m: int = 64, block_n: int = 64):
-    "Causal attention of multi-token query runs over their paged context; results into `out` (N, H, D)."
+def paged_prefill_attention(out, q, k_cache, v_cache, block_tables, seq_lens, query_start_loc,
+                            tiles, scale, block_m: int = 64, block_n: int = 64):
+    """Causal attention of multi-token query runs over their paged
+    context; results into `out` (N, H, D)."""
     T = tiles.shape[0]
     if T == 0: return
     H, D = q.shape[1], q.shape[2]
     HKV, BS = k_cache.shape[2], k_cache.shape[1]
-    _prefill_kernel[(T, H)](out, q, k_cache, v_cache, block_tables, seq_lens, query_start_loc, tiles, scale,
-        q.stride(0), q.stride(1), out.stride(0), out.stride(1), block_tables.stride(0), G=H // HKV, HKV=HKV, D=D,
-        BLOCK_SIZE=BS, BLOCK_M=block_m, BLOCK_N=block_n, IEEE=q.dtype == torch.float32, num_warps=4)
+    _prefill_kernel[(T, H)](out, q, k_cache, v_cache, block_tables, seq_lens, query_start_loc,
+        tiles, scale, q.stride(0), q.stride(1), out.stride(0), out.stride(1),
+        block_tables.stride(0), G=H // HKV, HKV=HKV, D=D, BLOCK_SIZE=BS, BLOCK_M=block_m,
+        BLOCK_N=block_n, IEEE=q.dtype == torch.float32, num_warps=4)
 
 # %% ../../nbs/04g1_triton_attention.ipynb #b9e9db26
 from ..paged_attention import AttentionMetadata, PagedKVCache
@@ -358,31 +401,37 @@ BLOCK_M, BLOCK_N = 64, 64                                          # prefill til
 
 class TritonPagedAttention:
     "Paged attention through the Triton kernels; same interface as TorchPagedAttention."
-    def __init__(self, cache: PagedKVCache, meta: AttentionMetadata, decode_reqs=None, tiles=None, max_seq_len=None,
-                 padded: bool = False):
-        self.cache, self.meta, self.padded = cache, meta, padded     # padded: rows no request owns (zeroed outputs)
-        self.max_seq_len = max_seq_len or meta.max_seq_len          # a CUDA graph passes max_model_len
-        if decode_reqs is None:                                       # an ordinary step: split it on the host
+    def __init__(self, cache: PagedKVCache, meta: AttentionMetadata, decode_reqs=None, tiles=None,
+                 max_seq_len=None, padded: bool = False):
+        self.cache, self.meta = cache, meta
+        self.padded = padded                                  # rows no request owns: zeroed outputs
+        self.max_seq_len = max_seq_len or meta.max_seq_len    # a CUDA graph passes max_model_len
+        if decode_reqs is None:                             # an ordinary step: split it on the host
             ql, dev = meta.query_lens, meta.slot_mapping.device
-            decode_reqs = to_device([r for r, n in enumerate(ql) if n == 1], dev, torch.int32)    # pinned: no wait
+            decodes = [r for r, n in enumerate(ql) if n == 1]
+            decode_reqs = to_device(decodes, dev, torch.int32)                    # pinned: no wait
             tiles = to_device(prefill_tiles(ql, BLOCK_M), dev, torch.int32).view(-1, 2)
-        self.decode_reqs, self.tiles = decode_reqs, tiles if tiles is not None else torch.empty(0, 2, dtype=torch.int32)
-        self.items = None                                             # a full batch's work items, built at layer 0
+        if tiles is None: tiles = torch.empty(0, 2, dtype=torch.int32)
+        self.decode_reqs, self.tiles = decode_reqs, tiles
+        self.items = None                              # a full batch's work items, built at layer 0
 
     def _attend(self, layer, q, out, pdl=False):
         kc, vc, m, scale = self.cache.k[layer], self.cache.v[layer], self.meta, q.shape[-1] ** -0.5
         if ITEMS_CHUNK and not pdl and self.decode_reqs.shape[0] * kc.shape[2] >= 2 * num_sms():
-            if layer == 0 or self.items is None:                      # once a step, inside its CUDA graph if any
-                self.items = build_items(m.seq_lens, self.decode_reqs, self.max_seq_len, ITEMS_CHUNK)
-            items_decode_attention(out, q, kc, vc, m.block_tables, m.query_start_loc, *self.items, scale)
+            if layer == 0 or self.items is None:         # once a step, inside its CUDA graph if any
+                self.items = build_items(m.seq_lens, self.decode_reqs, self.max_seq_len,
+                                         ITEMS_CHUNK)
+            items_decode_attention(out, q, kc, vc, m.block_tables, m.query_start_loc, *self.items,
+                                   scale)
         else:
-            paged_decode_attention(out, q, kc, vc, m.block_tables, m.seq_lens, m.query_start_loc, self.decode_reqs,
-                                   scale, self.max_seq_len, pdl=pdl, new_slots=m.slot_mapping if pdl else None)
-        paged_prefill_attention(out, q, kc, vc, m.block_tables, m.seq_lens, m.query_start_loc, self.tiles, scale,
-                                block_m=BLOCK_M, block_n=BLOCK_N)
+            paged_decode_attention(out, q, kc, vc, m.block_tables, m.seq_lens, m.query_start_loc,
+                                   self.decode_reqs, scale, self.max_seq_len, pdl=pdl,
+                                   new_slots=m.slot_mapping if pdl else None)
+        paged_prefill_attention(out, q, kc, vc, m.block_tables, m.seq_lens, m.query_start_loc,
+                                self.tiles, scale, block_m=BLOCK_M, block_n=BLOCK_N)
         return out
 
-    def __call__(self, layer: int, q, k, v):                          # q (N, H, D); k, v (N, Hkv, D)
+    def __call__(self, layer: int, q, k, v):                         # q (N, H, D); k, v (N, Hkv, D)
         kc, vc = self.cache.k[layer], self.cache.v[layer]
         kc.view(-1, *k.shape[1:]).index_copy_(0, self.meta.slot_mapping, k)
         vc.view(-1, *v.shape[1:]).index_copy_(0, self.meta.slot_mapping, v)
@@ -390,9 +439,12 @@ class TritonPagedAttention:
 
     def _out(self, q): return torch.zeros_like(q) if self.padded else torch.empty_like(q)
 
-    def rope_write_attend(self, layer: int, qkv, cos, sin, num_heads: int, num_kv_heads: int, head_dim: int):
-        "Llama's fused path: rotate q and k in qkv, write k and v to the cache, attend; returns (N, H, D)."
-        rope_and_write_kv(qkv, cos, sin, self.meta.slot_mapping, self.cache.k[layer], self.cache.v[layer],
-                          num_heads, num_kv_heads, head_dim)
+    def rope_write_attend(self, layer: int, qkv, cos, sin, num_heads: int, num_kv_heads: int,
+                          head_dim: int, q_norm=None, k_norm=None, eps: float = 1e-6):
+        """The Llama family's fused path: rotate q and k in qkv (each head normalized first, given
+        `q_norm` and `k_norm`), write k and v to the cache, attend; returns (N, H, D)."""
+        rope_and_write_kv(qkv, cos, sin, self.meta.slot_mapping, self.cache.k[layer],
+                          self.cache.v[layer], num_heads, num_kv_heads, head_dim, q_norm, k_norm,
+                          eps)
         q = qkv[:, :num_heads * head_dim].view(-1, num_heads, head_dim)
         return self._attend(layer, q, self._out(q))

@@ -10,6 +10,7 @@ __all__ = ['WORKER_CODE', 'QUEUED_STEPS', 'worker_main', 'TensorParallelGroup', 
 # %% ../../nbs/09b_tensor_parallel.ipynb #aa0b911d
 import json, os, pickle, subprocess, sys, threading, time, traceback, warnings
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 from multiprocessing.connection import Connection, wait
@@ -20,32 +21,39 @@ import torch
 import torch.distributed as dist
 from torch.distributed.distributed_c10d import _abort_process_group
 
+from ..build import attention_class
 from ..fast.cuda_graphs import CUDAGraphRunner
 from ..loading import load_config, resolve_model_path
-from ..llm import EngineDeadError
-from ..model_runner import ModelRunner
-from ..paged_attention import PagedKVCache, block_table_tensor
+from ..model_runner import EngineDeadError, LaunchedStep, ModelRunner, StepInputs
+from ..model_runner import StepResult
+from ..paged_attention import AttentionMetadata, PagedKVCache
 from .tp_sharding import load_shard, shard_config
+from ..sampling import SamplingTensors
+from ..scheduler import SchedulerOutput
 
 # %% ../../nbs/09b_tensor_parallel.ipynb #0ed783e6
-WORKER_CODE = "from mini_vllm.parallel.tensor_parallel import worker_main; worker_main()"   # what `python -c` runs
+# what a worker's `python -c` runs
+WORKER_CODE = "from mini_vllm.parallel.tensor_parallel import worker_main; worker_main()"
 
 def worker_main():
     "Ranks 1..N-1 start here: arguments in the environment, two pipes inherited from rank 0."
     a = json.loads(os.environ.pop("MINI_VLLM_TP_WORKER"))
-    conn, status = Connection(a.pop("cmd_fd"), writable=False), Connection(a.pop("status_fd"), readable=False)
-    os._exit(_worker(**a, conn=conn, status=status))     # no clean-up at exit: rank 0 ends the group on its side
+    conn = Connection(a.pop("cmd_fd"), writable=False)
+    status = Connection(a.pop("status_fd"), readable=False)
+    os._exit(_worker(**a, conn=conn, status=status))     # no clean-up: rank 0 ends the group
 
 
 def _pg_timeout(backend: str, timeout: timedelta) -> timedelta:
-    "Gloo's collectives raise at the timeout; NCCL's are ended by rank 0's watcher, whom NCCL's watchdog must not race."
+    """Gloo's collectives raise at the timeout; NCCL's are ended by rank 0's watcher, whom NCCL's
+    watchdog must not race."""
     return timeout if backend == "gloo" else timeout + timedelta(seconds=60)
 
-def _worker(rank, world, port, backend, timeout_s, model, dtype, load_format, attention_backend, conn, status):
-    "Rank `rank`: bind a device, join the group, load a share, follow rank 0 until it says stop; the exit code."
+def _worker(rank, world, port, backend, timeout_s, model, dtype, load_format, attention_backend,
+            conn, status) -> int:
+    "Rank `rank`: bind a device, join the group, load a share, follow rank 0 until told to stop."
     try:
-        if backend == "nccl": torch.cuda.set_device(rank)            # its own GPU, before NCCL sees a tensor
-        else: torch.set_num_threads(1)                                 # ranks share the CPU's cores
+        if backend == "nccl": torch.cuda.set_device(rank)   # its own GPU, before NCCL sees a tensor
+        else: torch.set_num_threads(1)                        # ranks share the CPU's cores
         status.send(("up", rank, None))
         timeout = timedelta(seconds=timeout_s)
         store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timeout)
@@ -56,7 +64,7 @@ def _worker(rank, world, port, backend, timeout_s, model, dtype, load_format, at
         status.send(("ready", rank, None))
         _follow(m, device, conn)
         return 0
-    except EOFError: return 0                                          # rank 0's process is gone: no one to tell
+    except EOFError: return 0                           # rank 0's process is gone: no one to tell
     except Exception:
         try: status.send(("error", rank, traceback.format_exc()))
         except OSError: pass
@@ -64,53 +72,46 @@ def _worker(rank, world, port, backend, timeout_s, model, dtype, load_format, at
 
 
 def _follow(m, device, conn):
-    "Build the runner rank 0 built, then run each step rank 0 sends."
-    recv = lambda: pickle.loads(conn.recv_bytes())                     # plain pickle: tensors copied, not shared
+    "Build the runner rank 0 built, then run the forward pass of each step rank 0 sends."
+    recv = lambda: pickle.loads(conn.recv_bytes())      # plain pickle: tensors copied, not shared
     num_blocks, block_size, backend, graphs, max_num_seqs, max_model_len = recv()
-    cache = PagedKVCache.allocate(m.config, num_blocks, block_size, next(m.parameters()).dtype, device)
-    kv = SimpleNamespace(block_size=block_size)                        # all a runner reads of the block manager
+    dtype = next(m.parameters()).dtype
+    cache = PagedKVCache.allocate(m.config, num_blocks, block_size, dtype, device)
+    kv = SimpleNamespace(block_size=block_size)         # all a runner reads of the block manager
     if graphs: runner = CUDAGraphRunner(m, cache, kv, max_num_seqs, max_model_len)
-    else: runner = ModelRunner(m, cache, kv, backend)
-    meta = rows = None
+    else: runner = ModelRunner(m, cache, kv, attention_class(backend))
     with torch.inference_mode():
         while (msg := recv()) is not None:
-            if msg[0] == "step":
-                ids, meta, rows = msg[1].to(device), _to(msg[2], device), msg[3].to(device)
-                runner.logits(ids, meta, rows)
-            elif msg[0] == "next":
-                tokens = torch.empty(rows.shape[0], dtype=torch.long, device=device)
-                dist.broadcast(tokens, src=0)                          # rank 0's sampled tokens
-                _, meta = runner.next_logits(tokens, meta, rows)
-            else:                                                      # "tables"
-                t = msg[1]
-                runner.bt[:t.shape[0], :t.shape[1]].copy_(t)
+            input_ids, meta, rows = msg
+            runner.logits(input_ids.to(device), _to(meta, device), rows.to(device))
 
 
-def _to(meta, device):
+def _to(meta: AttentionMetadata, device) -> AttentionMetadata:
     "AttentionMetadata with its tensors on `device`."
     return replace(meta, **{k: v.to(device) for k, v in vars(meta).items() if torch.is_tensor(v)})
 
 # %% ../../nbs/09b_tensor_parallel.ipynb #b5340cf5
 class TensorParallelGroup:
-    "Rank 0 of a tensor-parallel group: starts ranks 1..N-1, sends them each step, watches that they live."
-    def __init__(self, world: int, model, dtype="auto", device="auto", load_format="auto", timeout_s: float = 60.0,
-                 attention_backend: str = "torch"):
+    "Rank 0 of a tensor-parallel group: starts ranks 1..N-1, sends them each step, watches them."
+    def __init__(self, world: int, model, dtype="auto", device="auto", load_format="auto",
+                 timeout_s: float = 60.0, attention_backend: str = "torch"):
         model = resolve_model_path(model)
-        shard_config(load_config(model), world)                        # fail before starting anything
+        shard_config(load_config(model), world)                # fail before starting anything
         cuda = (device == "auto" and torch.cuda.is_available()) or str(device).startswith("cuda")
         if cuda and torch.cuda.device_count() < world:
             n = torch.cuda.device_count()
-            raise ValueError(f"tensor_parallel_size={world} needs {world} GPUs, this machine has {n}")
+            raise ValueError(f"tensor_parallel_size={world} needs {world} GPUs; there are {n}")
         if dist.is_initialized():
-            raise RuntimeError("this process is already in a torch.distributed group (another tensor-parallel "
-                               "engine?): shut that engine down first")
+            raise RuntimeError("this process is already in a torch.distributed group (another "
+                               "tensor-parallel engine?): shut that engine down first")
         self.world, self.backend, self.timeout_s = world, "nccl" if cuda else "gloo", timeout_s
         self.failed, self.reported, self.busy_since, self.runner = None, False, None, None
-        self.procs, self.conns, self.statuses = [], [], []           # per worker: process, command pipe, reports
-        self.closed, self.lock, self.threads = threading.Event(), threading.Lock(), torch.get_num_threads()
+        self.procs, self.conns, self.statuses = [], [], []   # per worker: process, orders, reports
+        self.closed, self.lock = threading.Event(), threading.Lock()
+        self.threads = torch.get_num_threads()
         if cuda:
-            os.environ.setdefault("NCCL_NVLS_ENABLE", "0")            # no NVLink multicast
-            os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "0")   # errors end the engine, not the process
+            os.environ.setdefault("NCCL_NVLS_ENABLE", "0")                  # no NVLink multicast
+            os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "0")   # errors end the engine
             torch.cuda.set_device(0)
         try: self._start(model, dtype, load_format, "cuda:0" if cuda else "cpu", attention_backend)
         except BaseException:
@@ -120,13 +121,15 @@ class TensorParallelGroup:
 
     def _start(self, model, dtype, load_format, device, attention_backend):
         timeout = timedelta(seconds=self.timeout_s)
-        self.store = dist.TCPStore("127.0.0.1", 0, self.world, is_master=True, wait_for_workers=False, timeout=timeout)
-        root = str(Path(__file__).resolve().parents[1])               # where this package is imported from
+        self.store = dist.TCPStore("127.0.0.1", 0, self.world, is_master=True,
+                                   wait_for_workers=False, timeout=timeout)
+        root = str(Path(__file__).resolve().parents[2])      # where the package is imported from
         for r in range(1, self.world):
             cmd_r, cmd_w = os.pipe()
             status_r, status_w = os.pipe()
-            args = dict(rank=r, world=self.world, port=self.store.port, backend=self.backend, timeout_s=self.timeout_s,
-                        model=str(model), dtype=str(dtype).removeprefix("torch."), load_format=load_format,
+            args = dict(rank=r, world=self.world, port=self.store.port, backend=self.backend,
+                        timeout_s=self.timeout_s, model=str(model),
+                        dtype=str(dtype).removeprefix("torch."), load_format=load_format,
                         attention_backend=attention_backend, cmd_fd=cmd_r, status_fd=status_w)
             env = {**os.environ, "MINI_VLLM_TP_WORKER": json.dumps(args),
                    "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
@@ -138,26 +141,27 @@ class TensorParallelGroup:
             self.conns.append(Connection(cmd_w, readable=False))
             self.statuses.append(Connection(status_r, writable=False))
         self._expect("up")
-        if self.backend == "gloo": torch.set_num_threads(1)            # ranks share the CPU's cores
+        if self.backend == "gloo": torch.set_num_threads(1)    # ranks share the CPU's cores
         dist.init_process_group(self.backend, store=self.store, rank=0, world_size=self.world,
                                 timeout=_pg_timeout(self.backend, timeout))
         self.model = load_shard(model, 0, self.world, dtype, device, load_format, attention_backend)
         self._expect("ready")
 
     def _expect(self, what: str):
-        "Wait until every worker reports `what`; raise at once if one sends an error or dies, or when time is up."
-        limit = max(self.timeout_s, 120)                   # starting a rank takes seconds: Python, CUDA, weights
+        "Wait until every worker reports `what`; raise on an error, a death, or when time is up."
+        limit = max(self.timeout_s, 120)        # a rank takes seconds to start: CUDA, weights
         waiting, deadline = set(range(1, self.world)), time.monotonic() + limit
         while waiting:
             for c in wait([self.statuses[r - 1] for r in waiting], timeout=0.05):
                 try: kind, rank, err = c.recv()
-                except EOFError: continue                                # its process ended: seen below
+                except EOFError: continue                       # its process ended: seen below
                 if kind == "error": raise self._fail(f"tensor-parallel rank {rank} failed:\n{err}")
                 waiting.discard(rank)
             dead = [r for r in waiting if self.procs[r - 1].poll() is not None]
             if dead: raise self._fail(self._why(dead[0]))
             if time.monotonic() > deadline:
-                raise self._fail(f"tensor-parallel ranks {sorted(waiting)} were not {what} within {limit:.0f} s")
+                raise self._fail(f"tensor-parallel ranks {sorted(waiting)} were not {what} "
+                                 f"within {limit:.0f} s")
 
     def _why(self, rank: int) -> str:
         "Why rank `rank` is gone: the traceback it sent, or its exit code."
@@ -185,9 +189,10 @@ class TensorParallelGroup:
     def check(self):
         "Raise if the group failed before or a worker process has died."
         if self.failed:
-            first, self.reported = not self.reported, True             # the full story once, then a reminder
-            raise EngineDeadError(self.failed if first else f"the tensor-parallel group failed earlier: "
-                                                            f"{self.failed.splitlines()[0]}")
+            first, self.reported = not self.reported, True    # the full story once, then a reminder
+            if first: raise EngineDeadError(self.failed)
+            raise EngineDeadError(f"the tensor-parallel group failed earlier: "
+                                  f"{self.failed.splitlines()[0]}")
         for r, p in enumerate(self.procs, 1):
             if p.poll() is not None: raise self._fail(self._why(r))
 
@@ -196,7 +201,7 @@ class TensorParallelGroup:
         data = pickle.dumps(msg)
         for r, c in enumerate(self.conns, 1):
             try: c.send_bytes(data)
-            except OSError:                                # its process is ending: wait a moment to say how
+            except OSError:                     # its process is ending: wait a moment to say how
                 try: self.procs[r - 1].wait(timeout=1)
                 except subprocess.TimeoutExpired: pass
                 self.check()
@@ -209,130 +214,152 @@ class TensorParallelGroup:
         try: result = fn(*args)
         except EngineDeadError: raise
         except Exception:
-            self.check()                                   # the watcher may have ended the group under the step
+            self.check()                   # the watcher may have ended the group under the step
             raise
         finally: self.busy_since = None
         self.check()
         return result
 
     def lost(self, e: Exception) -> EngineDeadError:
-        "The error for `e`, raised inside a forward pass: some ranks may wait in a collective, so the group is over."
+        """The error for `e`, raised inside a forward pass: some ranks may wait in a collective, so
+        the group is over."""
         if isinstance(e, EngineDeadError): return e
-        for p in self.procs:                               # give a dying rank a moment to be seen dead
+        for p in self.procs:                           # give a dying rank a moment to be seen dead
             try: p.wait(timeout=1)
             except subprocess.TimeoutExpired: pass
         self.check()
-        return self._fail(f"a tensor-parallel forward pass failed ({type(e).__name__}: {e}): a rank stopped answering, "
-                          "or the ranks fell out of step")
+        why = f"{type(e).__name__}: {e}"
+        return self._fail(f"a tensor-parallel forward pass failed ({why}): a rank stopped "
+                          "answering, or the ranks fell out of step")
 
     def _watch(self):
-        "NCCL waits for a dead rank forever: end the group when a worker dies or a step outlasts the timeout."
+        "NCCL waits for a dead rank forever: end the group if a rank dies or a step takes too long."
         while not self.closed.wait(0.1):
             dead = [r for r, p in enumerate(self.procs, 1) if p.poll() is not None]
-            late = self.busy_since is not None and time.monotonic() - self.busy_since > self.timeout_s
+            busy = self.busy_since
             if dead: self._end(self._why(dead[0]))
-            elif late: self._end(f"a step took over {self.timeout_s:.0f} s: a tensor-parallel rank stopped answering")
+            elif busy is not None and time.monotonic() - busy > self.timeout_s:
+                self._end(f"a step took over {self.timeout_s:.0f} s: a tensor-parallel rank "
+                          "stopped answering")
 
     def _close(self, graceful: bool):
-        "End the workers and the process group, once. Graceful: ask the workers to stop; otherwise kill them."
+        "End the workers and the process group, once. Graceful: ask the workers to stop, else kill."
         with self.lock:
             if self.closed.is_set(): return
             self.closed.set()
-            for p in self.procs:                           # the workers end first (graceful: they were told to)
-                if not graceful: p.kill()                  # a no-op for a process that has ended
+            for p in self.procs:                 # the workers end first (graceful: as told to)
+                if not graceful: p.kill()          # a no-op for a process that has ended
                 try: p.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
-            if dist.is_initialized():                      # then rank 0 leaves, without waiting for anyone
+            if dist.is_initialized():              # then rank 0 leaves, without waiting for anyone
                 if self.backend == "nccl": self._leave_nccl()
                 else: dist.destroy_process_group()
             for c in self.conns + self.statuses: c.close()
-            self.store = None                              # frees the port
+            self.store = None                      # frees the port
             torch.set_num_threads(self.threads)
 
     def _leave_nccl(self):
-        "Abort rank 0's NCCL communicators (kernels waiting for a dead rank return), once no CUDA graph holds them."
-        getattr(self.runner, "graphs", {}).clear()       # NCCL frees a communicator only when its graphs are gone
+        """Abort rank 0's NCCL communicators (kernels waiting for a dead rank return), once no CUDA
+        graph holds them: NCCL frees a communicator only when its graphs are gone."""
+        for name in ("graphs", "mixed_graphs"): getattr(self.runner, name, {}).clear()
         t = threading.Thread(target=_abort_process_group, daemon=True)
         t.start()
         t.join(30)
-        if t.is_alive(): warnings.warn("tensor parallelism: NCCL did not let go of its communicators within 30 s")
+        if t.is_alive(): warnings.warn("tensor parallelism: NCCL held its communicators for 30 s")
 
     def shutdown(self):
-        "Stop the workers and leave the process group; the process can build another engine afterwards."
+        "Stop the workers and leave the process group; the process can build another engine after."
         if not self.closed.is_set() and self.failed is None:
             try: self.send(None)
             except EngineDeadError: return
         self._close(graceful=self.failed is None)
 
-
 # %% ../../nbs/09b_tensor_parallel.ipynb #0aaf8300
 QUEUED_STEPS = 4    # steps rank 0 may queue on its GPU behind the one running
 
 class _Leader:
-    "Rank 0's side of a runner the other ranks follow: each step's inputs go to them before rank 0 runs it."
+    "Rank 0's side of a runner the other ranks follow: each step's inputs go to them first."
     group: TensorParallelGroup
+    home: torch.device      # rank 0's device, where it runs and samples
+    queued: deque           # an event after each step queued on rank 0's GPU
 
-    def prepare(self, out):
-        dev, self.device = self.device, torch.device("cpu")              # inputs built on the host, for every rank
-        try: x = super().prepare(out)
+    def lead(self, group: TensorParallelGroup):
+        "Become rank 0 of `group`: every step from now on is sent to its other ranks."
+        self.group, self.home, self.queued = group, self.device, deque()
+        group.runner = self
+
+    @contextmanager
+    def _inputs_on(self, device: torch.device):
+        "Inside this block the runner builds inputs on `device`."
+        dev, self.device = self.device, device
+        try: yield
         finally: self.device = dev
-        self.group.send(("step", x.input_ids, x.meta, x.logits_indices))
-        return replace(x, input_ids=x.input_ids.to(dev), meta=_to(x.meta, dev), logits_indices=x.logits_indices.to(dev))
+
+    def prepare(self, out: SchedulerOutput) -> StepInputs:
+        "Build a step's inputs on the host, send them to the others, then to rank 0's GPU."
+        with self._inputs_on(torch.device("cpu")): x = super().prepare(out)
+        self.group.send((x.input_ids, x.meta, x.logits_indices))
+        dev = self.home
+        try: ids, meta, rows = x.input_ids.to(dev), _to(x.meta, dev), x.logits_indices.to(dev)
+        except Exception as e: raise self.group.lost(e) from e     # the others run the step already
+        return replace(x, input_ids=ids, meta=meta, logits_indices=rows)
+
+    def sampling_tensors(self, reqs: list) -> SamplingTensors:
+        "On rank 0's device, also while `prepare` builds the rest of a step on the host."
+        with self._inputs_on(self.home): return super().sampling_tensors(reqs)
 
     def logits(self, input_ids, meta, rows):
-        try: out = super().logits(input_ids, meta, rows)
+        "The forward pass; an error in it ends the group (the others may wait in a collective)."
+        try: return super().logits(input_ids, meta, rows)
         except Exception as e: raise self.group.lost(e) from e
-        self._pace(QUEUED_STEPS)
-        return out
 
-    def next_logits(self, tokens, meta, rows):
-        self.group.send(("next",))
-        try:
-            dist.broadcast(tokens, src=0)                                 # the sampled tokens, GPU to GPU
-            out = super().next_logits(tokens, meta, rows)
-        except Exception as e: raise self.group.lost(e) from e
+    def launch(self, x: StepInputs) -> LaunchedStep:
+        "Launch a step, then wait, polling, while more than QUEUED_STEPS are queued on the GPU."
+        step = super().launch(x)
         self._pace(QUEUED_STEPS)
-        return out
+        return step
 
-    def fetch_tokens(self, steps, reqs, st, on_step=None):
-        self._pace(0)                                                     # the GPU has the tokens: the copy won't wait
-        return super().fetch_tokens(steps, reqs, st, on_step)
+    def collect(self, step: LaunchedStep) -> StepResult:
+        "Wait for a step's tokens by polling, so that reading them cannot block in CUDA."
+        if step.tokens is not None: self._pace(0)
+        return super().collect(step)
+
+    def execute(self, out: SchedulerOutput) -> StepResult:
+        "Run a step under the group's watch: a lost rank raises EngineDeadError."
+        return self.group.run(super().execute, out)
 
     def _pace(self, queued: int):
-        "Wait, polling, until at most `queued` steps are queued on the GPU: a host blocked in CUDA misses the end."
-        if self.device.type != "cuda": return
-        q = self.__dict__.setdefault("queued", deque())
+        "Poll until at most `queued` steps are queued on the GPU; raise if the group ends."
+        if self.home.type != "cuda": return
+        q = self.queued
         q.append(torch.cuda.Event())
         q[-1].record()
         while len(q) > queued:
             while not q[0].query():
-                if self.group.closed.is_set():                            # the watcher ended the group
+                if self.group.closed.is_set():                   # the watcher ended the group
                     self.group.check()
                     raise EngineDeadError("the tensor-parallel group has ended")
                 time.sleep(5e-5)
             q.popleft()
 
-    def _copy_tables(self, reqs):
-        self.group.send(("tables", block_table_tensor([self.kv.block_table(r.request_id) for r in reqs])))
-        super()._copy_tables(reqs)
+class TPModelRunner(_Leader, ModelRunner):
+    "Chapter 04d's runner on rank 0 of a tensor-parallel group."
 
-    def execute(self, out, num_steps: int = 1, on_step=None):
-        return self.group.run(super().execute, out, num_steps, on_step)
+class TPGraphRunner(_Leader, CUDAGraphRunner):
+    "Chapter 04h's CUDA-graph runner on rank 0 of a tensor-parallel group."
 
-class TPModelRunner(_Leader, ModelRunner): "Chapter 04d's runner on rank 0 of a tensor-parallel group."
-class TPGraphRunner(_Leader, CUDAGraphRunner): "Chapter 04h's CUDA-graph runner on rank 0 of a tensor-parallel group."
-
-def tp_runner(group: TensorParallelGroup, cache, kv, attention_backend: str, graphs: bool, max_num_seqs: int,
-              max_model_len: int):
-    "Rank 0's runner; every worker builds the same one, at the same time (graph capture runs collectives)."
+def tp_runner(group: TensorParallelGroup, cache: PagedKVCache, kv, attention_backend: str,
+              graphs: bool, max_num_seqs: int, max_model_len: int) -> ModelRunner:
+    "Rank 0's runner; each worker builds the same, at once (capturing graphs runs collectives)."
     try:
-        group.send((cache.k.shape[1], kv.block_size, attention_backend, graphs, max_num_seqs, max_model_len))
+        group.send((cache.k.shape[1], kv.block_size, attention_backend, graphs, max_num_seqs,
+                    max_model_len))
         if graphs: runner = TPGraphRunner(group.model, cache, kv, max_num_seqs, max_model_len)
-        else: runner = TPModelRunner(group.model, cache, kv, attention_backend)
+        else: runner = TPModelRunner(group.model, cache, kv, attention_class(attention_backend))
     except BaseException:
         group.shutdown()
         raise
-    runner.group, group.runner = group, runner
+    runner.lead(group)
     return runner

@@ -17,36 +17,42 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..block_pool import cdiv
+from ..build import backend_ops
 from ..loading import ModelConfig, load_config, resolve_model_path
 from ..model import load_model
-from ..fast.triton_kernels import TritonLlamaForCausalLM
 
 # %% ../../nbs/09a_tp_sharding.ipynb #d0982867
 def shard_config(cfg: ModelConfig, world: int) -> ModelConfig:
     "The architecture one of `world` tensor-parallel ranks holds."
-    if cfg.arch != "llama": raise ValueError(f"tensor parallelism supports Llama-family models, not {cfg.arch!r}")
+    if cfg.family != "llama":
+        raise ValueError(f"tensor parallelism supports the Llama family's models, not {cfg.arch!r}")
     if cfg.num_kv_heads % world:
         raise ValueError(f"num_key_value_heads ({cfg.num_kv_heads}) must be divisible by "
                          f"tensor_parallel_size ({world})")
-    for name, v in (("num_attention_heads", cfg.num_heads), ("intermediate_size", cfg.intermediate_size)):
-        if v % world: raise ValueError(f"{name} ({v}) must be divisible by tensor_parallel_size ({world})")
+    for name, v in (("num_attention_heads", cfg.num_heads),
+                    ("intermediate_size", cfg.intermediate_size)):
+        if v % world:
+            raise ValueError(f"{name} ({v}) must be divisible by tensor_parallel_size ({world})")
     return replace(cfg, num_heads=cfg.num_heads // world, num_kv_heads=cfg.num_kv_heads // world,
                    intermediate_size=cfg.intermediate_size // world)
 
 # %% ../../nbs/09a_tp_sharding.ipynb #96701e6c
 class RowParallelLinear(nn.Linear):
-    "A linear layer whose input features are split across ranks: partial products, summed by all-reduce."
+    """A linear layer whose input features are split across ranks: partial
+    products, summed by all-reduce."""
     def forward(self, x):
         y = super().forward(x)
         dist.all_reduce(y)
         return y
 
 class VocabParallelEmbedding(nn.Embedding):
-    "Rows [start, start + num_embeddings) of the embedding; each token's vector comes from the rank that holds it."
+    """Rows [start, start + num_embeddings) of the embedding; each token's vector
+    comes from the rank that holds it."""
     def forward(self, ids):
         local = ids - self.start
         outside = (local < 0) | (local >= self.num_embeddings)
-        y = F.embedding(local.masked_fill(outside, 0), self.weight).masked_fill(outside[..., None], 0.0)
+        y = F.embedding(local.masked_fill(outside, 0), self.weight)
+        y = y.masked_fill(outside[..., None], 0.0)                      # others' tokens: 0
         dist.all_reduce(y)
         return y
 
@@ -65,9 +71,11 @@ def parallelize(m, cfg: ModelConfig, rank: int, world: int):
     emb = m.model.embed_tokens = VocabParallelEmbedding(per_rank, cfg.hidden_size, device="meta")
     head = m.lm_head = ParallelLMHead(cfg.hidden_size, per_rank, bias=False, device="meta")
     emb.start, head.vocab_size = rank * per_rank, cfg.vocab_size
-    row = lambda lin: RowParallelLinear(lin.in_features, lin.out_features, bias=lin.bias is not None, device="meta")
+    row = lambda lin: RowParallelLinear(lin.in_features, lin.out_features,
+                                        bias=lin.bias is not None, device="meta")
     for layer in m.model.layers:
-        layer.self_attn.o_proj, layer.mlp.down_proj = row(layer.self_attn.o_proj), row(layer.mlp.down_proj)
+        layer.self_attn.o_proj = row(layer.self_attn.o_proj)
+        layer.mlp.down_proj = row(layer.mlp.down_proj)
     m.tie_weights()
 
 def tp_shard(cfg: ModelConfig, rank: int, world: int):
@@ -80,15 +88,18 @@ def tp_shard(cfg: ModelConfig, rank: int, world: int):
             if name.endswith("bias"): return t if rank == 0 else torch.zeros_like(t)
             return t.chunk(world, 1)[rank]
         if "embed_tokens" in name or "lm_head" in name:
-            return F.pad(t, (0, 0, 0, per_rank * world - t.shape[0]))[rank * per_rank:(rank + 1) * per_rank]
-        return t                                                                # norms: every rank has them whole
+            padded = F.pad(t, (0, 0, 0, per_rank * world - t.shape[0]))    # (per_rank * world, C)
+            return padded[rank * per_rank:(rank + 1) * per_rank]
+        return t                                                  # norms: every rank has them whole
     return shard
 
 def load_shard(model, rank: int, world: int, dtype="auto", device="auto", load_format="auto",
                attention_backend="torch"):
-    "Rank `rank`'s share of `model`, loaded; with the Triton backend, of chapter 04g's Llama classes."
+    """Rank `rank`'s share of `model`, loaded, computing with the operations
+    its backend gives a rank (04e2)."""
     path = resolve_model_path(model)
     full = load_config(path)
-    classes = {"llama": TritonLlamaForCausalLM} if attention_backend == "triton" else None
-    return load_model(path, dtype, device, load_format, config=shard_config(full, world), model_classes=classes,
-                      prepare=lambda m: parallelize(m, full, rank, world), shard=tp_shard(full, rank, world))
+    return load_model(path, dtype, device, load_format, config=shard_config(full, world),
+                      prepare=lambda m: parallelize(m, full, rank, world),
+                      shard=tp_shard(full, rank, world),
+                      ops=backend_ops(attention_backend, tensor_parallel=True))

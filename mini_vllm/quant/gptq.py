@@ -15,13 +15,15 @@ import torch
 import torch.nn as nn
 
 from ..model import CausalAttention
-from .quantization import QuantLinear, _targets, dequantize_int4, pack_int4, quantize_int4, resolve_group_size
+from .quantization import (QuantLinear, _targets, dequantize_int4, pack_int4,
+                                          quantize_int4, resolve_group_size)
 from ..sampling import ParamError
 
 # %% ../../nbs/05c_gptq.ipynb #4adf0718
 @dataclass
 class GPTQResult:
-    "One layer's integers q (N, K) in 0..15 and its group scales and zeros (N, K/G); zeros None if symmetric."
+    """One layer's integers q (N, K) in 0..15 and its group scales and zeros (N,
+    K/G); zeros None if symmetric."""
     q: torch.Tensor
     scales: torch.Tensor
     zeros: torch.Tensor | None
@@ -33,45 +35,50 @@ class GPTQResult:
 
 # %% ../../nbs/05c_gptq.ipynb #fe91fce0
 def group_grid(w: torch.Tensor, symmetric: bool, scale_dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    "05a's int4 grid for one group of columns w (N, G): its scale and zero (N,) in fp32; zero 0 if symmetric."
+    """05a's int4 grid for one group of columns w (N, G): its scale and zero
+    (N,) in fp32; zero 0 if symmetric."""
     _, s, z = quantize_int4(w, w.shape[1], symmetric, scale_dtype)            # (N, 1) each
     zero = torch.zeros(len(w)) if z is None else z.float()[:, 0]
     return s.float()[:, 0], zero
 
 
 def inverse_hessian_factor(H: torch.Tensor, damp: float) -> torch.Tensor:
-    "The upper Cholesky factor U of (H + damp * mean(diag H) * I)^-1, so that U.T @ U is that inverse."
-    H = H.double() + damp * H.diagonal().double().mean() * torch.eye(len(H), dtype=torch.float64)   # (K, K)
+    """The upper Cholesky factor U of (H + damp * mean(diag H) * I)^-1,
+    so that U.T @ U is that inverse."""
+    H = H.double() + damp * H.diagonal().double().mean() * torch.eye(len(H), dtype=torch.float64)
     Hinv = torch.cholesky_inverse(torch.linalg.cholesky(H))
     return torch.linalg.cholesky(Hinv, upper=True).float()
 
 # %% ../../nbs/05c_gptq.ipynb #c1f4003a
-def gptq_quantize(w: torch.Tensor, H: torch.Tensor, group_size: int, symmetric: bool = True, damp: float = 0.01,
-                  block_size: int = 128, act_order: bool = False, static_groups: bool = False) -> GPTQResult:
-    """Int4 for the weight w (N, K) on 05a's grid, chosen with GPTQ for inputs whose H = 2 X^T X is given (K, K).
-    `static_groups`: every group's grid from the original weights, before the loop."""
+def gptq_quantize(w: torch.Tensor, H: torch.Tensor, group_size: int, symmetric: bool = True,
+                  damp: float = 0.01, block_size: int = 128, act_order: bool = False,
+                  static_groups: bool = False) -> GPTQResult:
+    """Int4 for the weight w (N, K) on 05a's grid, chosen with GPTQ for inputs whose H = 2 X^T X is
+    given (K, K). `static_groups`: every group's grid from the original weights, before the loop."""
     N, K = w.shape
-    W, H = w.detach().float().clone(), H.clone()                                # (N, K), updated as columns go
-    dead = H.diagonal() == 0                                                    # inputs that were always zero
+    W, H = w.detach().float().clone(), H.clone()                     # (N, K), updated as columns go
+    dead = H.diagonal() == 0                                         # inputs that were always zero
     H[dead, dead] = 1
     W[:, dead] = 0
     G, B = group_size, max(block_size, group_size)
-    grids = {g // G: group_grid(W[:, g:g + G], symmetric, w.dtype) for g in range(0, K, G)} if static_groups else {}
+    grids = {}
+    if static_groups:
+        grids = {g // G: group_grid(W[:, g:g + G], symmetric, w.dtype) for g in range(0, K, G)}
     order = torch.argsort(H.diagonal(), descending=True) if act_order else torch.arange(K)   # (K,)
-    at = torch.argsort(order)                                                   # (K,) where each column comes
-    W, U = W[:, order], inverse_hessian_factor(H[order][:, order], damp)       # (N, K), (K, K) upper
+    at = torch.argsort(order)                                         # (K,) where each column comes
+    W, U = W[:, order], inverse_hessian_factor(H[order][:, order], damp)  # (N, K), (K, K) upper
     q = torch.empty(N, K, dtype=torch.uint8)
     scales = torch.empty(N, K // G, dtype=w.dtype)
     zeros = torch.empty_like(scales)
     for b0 in range(0, K, B):
-        W1, U1 = W[:, b0:b0 + B], U[b0:b0 + B, b0:b0 + B]                       # views: (N, B), (B, B)
-        E1 = torch.empty_like(W1)                                               # (N, B): errors / U[j, j]
+        W1, U1 = W[:, b0:b0 + B], U[b0:b0 + B, b0:b0 + B]                    # views: (N, B), (B, B)
+        E1 = torch.empty_like(W1)                                         # (N, B): errors / U[j, j]
         for i in range(W1.shape[1]):
-            c = int(order[b0 + i])                                              # its column in the weight
-            if c // G not in grids:                                             # the group's first column: its grid,
-                cols = at[c // G * G:(c // G + 1) * G]                          # from its columns as they are now
-                now, later = W[:, cols], cols >= b0 + B                         # (N, G); later: not given this
-                if i and later.any():                                           # block's corrections yet
+            c = int(order[b0 + i])                                        # its column in the weight
+            if c // G not in grids:                            # the group's first column: its grid,
+                cols = at[c // G * G:(c // G + 1) * G]            # from its columns as they are now
+                now, later = W[:, cols], cols >= b0 + B              # (N, G); later: not given this
+                if i and later.any():                                      # block's corrections yet
                     now[:, later] -= E1[:, :i] @ U[b0:b0 + i, cols[later]]
                 grids[c // G] = group_grid(now, symmetric, w.dtype)
             s, z = grids[c // G]
@@ -79,12 +86,13 @@ def gptq_quantize(w: torch.Tensor, H: torch.Tensor, group_size: int, symmetric: 
             qc = torch.round((W1[:, i] - z) / s).add_(8).clamp_(0, 15)          # (N,)
             q[:, c] = qc.to(torch.uint8)
             E1[:, i] = (W1[:, i] - ((qc - 8) * s + z)) / U1[i, i]
-            W1[:, i + 1:] -= E1[:, i, None] * U1[i, i + 1:]                      # this block, at once
-        W[:, b0 + B:] -= E1 @ U[b0:b0 + B, b0 + B:]                              # the rest: one product
+            W1[:, i + 1:] -= E1[:, i, None] * U1[i, i + 1:]                  # this block, at once
+        W[:, b0 + B:] -= E1 @ U[b0:b0 + B, b0 + B:]                          # the rest: one product
     return GPTQResult(q, scales, None if symmetric else zeros)
 
 # %% ../../nbs/05c_gptq.ipynb #098dad30
-class StopForward(Exception): "Raised by a hook that has caught what it wanted: the rest of the forward is skipped."
+class StopForward(Exception):
+    "Raised by a hook that has caught what it wanted: the rest of the forward is skipped."
 
 
 def decoder_layers(model: nn.Module) -> nn.ModuleList:
@@ -93,8 +101,10 @@ def decoder_layers(model: nn.Module) -> nn.ModuleList:
 
 
 @torch.inference_mode()
-def block_inputs(model: nn.Module, calibration_ids: torch.Tensor, chunk: int = 512) -> list[tuple[tuple, dict]]:
-    "The (args, kwargs) the first decoder layer receives for each chunk of `chunk` calibration tokens."
+def block_inputs(model: nn.Module, calibration_ids: torch.Tensor,
+                 chunk: int = 512) -> list[tuple[tuple, dict]]:
+    """The (args, kwargs) the first decoder layer receives for each chunk
+    of `chunk` calibration tokens."""
     caught = []
     def catch(module, args, kwargs):
         caught.append((args, kwargs))
@@ -109,7 +119,8 @@ def block_inputs(model: nn.Module, calibration_ids: torch.Tensor, chunk: int = 5
 
 # %% ../../nbs/05c_gptq.ipynb #febfc5dc
 @torch.inference_mode()
-def layer_hessians(block: nn.Module, linears: list[nn.Linear], inputs: list) -> dict[nn.Linear, torch.Tensor]:
+def layer_hessians(block: nn.Module, linears: list[nn.Linear],
+                   inputs: list) -> dict[nn.Linear, torch.Tensor]:
     "H = 2 X^T X (K, K) of each linear's inputs while `block` reads `inputs`."
     H = {lin: torch.zeros(lin.in_features, lin.in_features) for lin in linears}
     def add(lin, args):
@@ -123,7 +134,8 @@ def layer_hessians(block: nn.Module, linears: list[nn.Linear], inputs: list) -> 
     return H
 
 
-def to_quant_linear(linear: nn.Linear, r: GPTQResult, group_size: int, symmetric: bool) -> QuantLinear:
+def to_quant_linear(linear: nn.Linear, r: GPTQResult, group_size: int,
+                    symmetric: bool) -> QuantLinear:
     "05a's QuantLinear for `linear`, holding GPTQ's integers, scales and zeros instead of its own."
     ql = QuantLinear(linear, 4, group_size, symmetric)
     ql.qweight.data = pack_int4(r.q, group_size)                                    # (N, K/2) uint8
@@ -137,20 +149,25 @@ def _check(calibration_ids, damp: float):
     ids = calibration_ids
     if not isinstance(ids, torch.Tensor) or ids.ndim != 1 or ids.is_floating_point():
         raise ParamError("calibration_ids", "calibration_ids must be a 1-D tensor of token ids")
-    if len(ids) < 2: raise ParamError("calibration_ids", "calibration_ids must hold at least 2 tokens")
+    if len(ids) < 2:
+        raise ParamError("calibration_ids", "calibration_ids must hold at least 2 tokens")
     if not 0 < damp < 1:
-        raise ParamError("damp", f"damp must be in (0, 1), a fraction of H's mean diagonal, got {damp!r}")
+        raise ParamError("damp",
+                         f"damp must be in (0, 1), a fraction of H's mean diagonal, got {damp!r}")
 
 # %% ../../nbs/05c_gptq.ipynb #199b9596
 @torch.inference_mode()
-def gptq_quantize_model(model: nn.Module, calibration_ids: torch.Tensor, group_size: int | None = None,
-                        symmetric: bool = True, damp: float = 0.01, chunk: int = 512,
-                        act_order: bool = False, static_groups: bool = False) -> nn.Module:
-    """Swap `model`'s nn.Linear layers (the LM head excepted), in place, for int4 QuantLinear layers whose
-    integers GPTQ chose from the inputs that `calibration_ids` (T,) produce, decoder layer by decoder layer."""
+def gptq_quantize_model(model: nn.Module, calibration_ids: torch.Tensor,
+                        group_size: int | None = None, symmetric: bool = True, damp: float = 0.01,
+                        chunk: int = 512, act_order: bool = False,
+                        static_groups: bool = False) -> nn.Module:
+    """Swap `model`'s nn.Linear layers (the LM head excepted), in place, for int4 QuantLinear layers
+    whose integers GPTQ chose from the inputs that `calibration_ids` (T,) produce, decoder layer by
+    decoder layer."""
     _check(calibration_ids, damp)
     targets = _targets(model, lm_head=False)
-    if not targets: raise ParamError("model", f"{type(model).__name__} has no nn.Linear layers to quantize")
+    if not targets:
+        raise ParamError("model", f"{type(model).__name__} has no nn.Linear layers to quantize")
     G = resolve_group_size(group_size, {lin.in_features for _, _, lin in targets})
     inputs = block_inputs(model, calibration_ids, chunk)
     for block in decoder_layers(model):
@@ -158,9 +175,13 @@ def gptq_quantize_model(model: nn.Module, calibration_ids: torch.Tensor, group_s
         H = layer_hessians(block, [lin for _, _, lin in mine], inputs)
         swaps = []
         for parent, name, lin in mine:
-            r = gptq_quantize(lin.weight, H[lin], G, symmetric, damp, act_order=act_order, static_groups=static_groups)
+            r = gptq_quantize(lin.weight, H[lin], G, symmetric, damp, act_order=act_order,
+                              static_groups=static_groups)
             swaps.append((parent, name, to_quant_linear(lin, r, G, symmetric)))
-            lin.weight.copy_(r.dequantize())                                       # GPTQ's weights, full precision
-        inputs = [((block(*args, **kwargs),) + args[1:], kwargs) for args, kwargs in inputs]   # the next layer's
+            lin.weight.copy_(r.dequantize())                        # GPTQ's weights, full precision
+        for j, (args, kwargs) in enumerate(inputs):                 # the next layer's inputs
+            out = block(*args, **kwargs)
+            out = out if isinstance(out, tuple) else (out,)         # a Llama layer's: (x, residual)
+            inputs[j] = (out + args[len(out):], kwargs)
         for parent, name, ql in swaps: setattr(parent, name, ql)
     return model

@@ -20,58 +20,68 @@ import torch.nn.functional as F
 from .quantization import QuantLinear
 from ..fast.small_batch import _bits, _int4_weights, _int8_weights, _row_len, gemv
 from ..fast.triton_attention import _arrival_counts
-from ..fast.triton_kernels import TritonLlamaMLP, TritonRMSNorm, _rms_norm_row, num_sms, silu_and_mul, tl, triton
+from ..fast.triton_kernels import (TritonOps, _rms_norm_row, num_sms, silu_and_mul, tl,
+                                           triton)
+from ..model import LlamaDecoderLayer, LlamaMLP, RMSNorm
 
 # %% ../../nbs/05b_quant_kernels.ipynb #43f60fba
 @triton.jit
-def _qmm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, part_ptr, count_ptr, M, N, K, stride_x, stride_out,
-                HAS_BIAS: tl.constexpr, WBITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_N: tl.constexpr,
-                SPLIT: tl.constexpr, IEEE: tl.constexpr):
-    pid, split, num_n, num_m = tl.program_id(0), tl.program_id(1), tl.cdiv(N, BLOCK_N), tl.cdiv(M, BLOCK_M)
-    first_n = (pid // (GROUP_N * num_m)) * GROUP_N           # GROUP_N weight tiles in a row share each tile of inputs
+def _qmm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, part_ptr, count_ptr, M, N, K, stride_x,
+                stride_out, HAS_BIAS: tl.constexpr, WBITS: tl.constexpr, GROUP: tl.constexpr,
+                HAS_ZERO: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                BLOCK_K: tl.constexpr, GROUP_N: tl.constexpr, SPLIT: tl.constexpr,
+                IEEE: tl.constexpr):
+    pid, split = tl.program_id(0), tl.program_id(1)
+    num_n, num_m = tl.cdiv(N, BLOCK_N), tl.cdiv(M, BLOCK_M)
+    # GROUP_N weight tiles in a row share each tile of inputs
+    first_n = (pid // (GROUP_N * num_m)) * GROUP_N
     cols = min(num_n - first_n, GROUP_N)
     pn, pm = first_n + (pid % (GROUP_N * num_m)) % cols, (pid % (GROUP_N * num_m)) // cols
     m, n = pm * BLOCK_M + tl.arange(0, BLOCK_M), pn * BLOCK_N + tl.arange(0, BLOCK_N)
     mm, nm = m < M, n < N
-    acc = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)                          # out.T: a row per weight row
+    acc = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)         # out.T: a row per weight row
     HALF: tl.constexpr = BLOCK_K // 2
-    x_cols, w_rows = x_ptr + m.to(tl.int64)[None, :] * stride_x, w_ptr + n.to(tl.int64)[:, None] * _row_len(K, WBITS)
-    k_len = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT) * BLOCK_K                   # this program's share of K
+    x_cols = x_ptr + m.to(tl.int64)[None, :] * stride_x
+    w_rows = w_ptr + n.to(tl.int64)[:, None] * _row_len(K, WBITS)
+    k_len = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT) * BLOCK_K  # this program's share of K
     for k0 in range(split * k_len, min(K, split * k_len + k_len), BLOCK_K):
-        if WBITS == 8:                                                      # the chunk's integers; scaled at the end
+        if WBITS == 8:                                     # the chunk's integers; scaled at the end
             k = k0 + tl.arange(0, BLOCK_K)
-            w = _int8_weights(tl.load(w_rows + k[None, :], mask=nm[:, None] & (k < K)[None, :], other=0))
-            xt = tl.load(x_cols + k[:, None], mask=mm[None, :] & (k < K)[:, None], other=0.0)   # (BLOCK_K, BLOCK_M)
+            wm = nm[:, None] & (k < K)[None, :]
+            w = _int8_weights(tl.load(w_rows + k[None, :], mask=wm, other=0))
+            xm = mm[None, :] & (k < K)[:, None]
+            xt = tl.load(x_cols + k[:, None], mask=xm, other=0.0)               # (BLOCK_K, BLOCK_M)
             acc = tl.dot(w.to(xt.dtype), xt, acc, input_precision="ieee" if IEEE else None)
-        else:                                                               # one group: its two halves of columns
+        else:                                                 # one group: its two halves of columns
             k = k0 + tl.arange(0, HALF)
-            b = tl.load(w_rows + k0 // 2 + tl.arange(0, HALF)[None, :], mask=nm[:, None], other=0)   # its bytes
+            b = tl.load(w_rows + k0 // 2 + tl.arange(0, HALF)[None, :], mask=nm[:, None], other=0)
             lo, hi = _int4_weights(b, s_ptr, z_ptr, n, nm, k0 // 2, K, GROUP, HAS_ZERO, HALF)
             xt = tl.load(x_cols + k[:, None], mask=mm[None, :], other=0.0)
             acc = tl.dot(lo.to(xt.dtype), xt, acc, input_precision="ieee" if IEEE else None)
             xt = tl.load(x_cols + HALF + k[:, None], mask=mm[None, :], other=0.0)
             acc = tl.dot(hi.to(xt.dtype), xt, acc, input_precision="ieee" if IEEE else None)
     last = True
-    if SPLIT > 1:                                  # each share writes its sum; the last to arrive adds them in order
+    if SPLIT > 1:                 # each share writes its sum; the last to arrive adds them in order
         tile = tl.arange(0, BLOCK_N)[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :]
         sums = part_ptr + pid.to(tl.int64) * (SPLIT * BLOCK_N * BLOCK_M)
         tl.store(sums + split * BLOCK_N * BLOCK_M + tile, acc)
-        tl.debug_barrier()                                                  # all of this program's stores issued
+        tl.debug_barrier()                                     # all of this program's stores issued
         last = tl.atomic_add(count_ptr + pid, 1, sem="acq_rel") == SPLIT - 1
         if last:
-            tl.store(count_ptr + pid, 0)                                    # back to zero for the next launch
+            tl.store(count_ptr + pid, 0)                       # back to zero for the next launch
             acc = tl.load(sums + tile)
             for j in range(1, SPLIT): acc += tl.load(sums + j * BLOCK_N * BLOCK_M + tile)
     if last:
         if WBITS == 8: acc = acc * tl.load(s_ptr + n, mask=nm, other=0.0).to(tl.float32)[:, None]
         y = acc.to(out_ptr.dtype.element_ty)
         if HAS_BIAS: y = y + tl.load(b_ptr + n, mask=nm, other=0.0)[:, None]
-        tl.store(out_ptr + m.to(tl.int64)[None, :] * stride_out + n[:, None], y, mask=mm[None, :] & nm[:, None])
+        tl.store(out_ptr + m.to(tl.int64)[None, :] * stride_out + n[:, None], y,
+                 mask=mm[None, :] & nm[:, None])
 
 
 # %% ../../nbs/05b_quant_kernels.ipynb #a5d518ce
-QMM_TILING = [  # (at most this many rows, tiling): the best of a sweep on an H200 (benchmarks/quant_sweep.py --qmm)
+# (at most this many rows, tiling): the best of a sweep on an H200 (benchmarks/quant_sweep.py --qmm)
+QMM_TILING = [
     (16, dict(block_m=16, block_n=64, block_k=128, num_warps=4, num_stages=4)),
     (32, dict(block_m=32, block_n=64, block_k=128, num_warps=4, num_stages=4)),
     (128, dict(block_m=64, block_n=64, block_k=128, num_warps=4, num_stages=3)),
@@ -81,86 +91,92 @@ QMM_TILING = [  # (at most this many rows, tiling): the best of a sweep on an H2
 
 
 def qmm_split(tiles: int, chunks: int, M: int) -> int:
-    "Shares of K: 1, 2 or 4, whichever brings the programs closest to two per SM; none beyond 512 rows."
+    """Shares of K: 1, 2 or 4, whichever brings the programs closest to
+    two per SM; none beyond 512 rows."""
     if M > 512: return 1
-    return min((s for s in (1, 2, 4) if s <= chunks), key=lambda s: abs(math.log(tiles * s / (2 * num_sms()))))
+    return min((s for s in (1, 2, 4) if s <= chunks),
+               key=lambda s: abs(math.log(tiles * s / (2 * num_sms()))))
 
 
 def qmm(x, w, scales, zeros=None, group_size=None, bias=None, **tiling):
-    """x @ W.T (+ bias) for x (M, K): W int8 (N, K) with a scale per row, or packed int4 (N, K/2) with group scales
-    (and zeros). The integers are read and dequantized in registers; the result is in x's dtype. `tiling` overrides
-    QMM_TILING's entry, `split` included."""
+    """x @ W.T (+ bias) for x (M, K): W int8 (N, K) with a scale per row, or packed int4 (N, K/2)
+    with group scales (and zeros). The integers are read and dequantized in registers; the result is
+    in x's dtype. `tiling` overrides QMM_TILING's entry, `split` included."""
     M, K = x.shape
     N, bits = w.shape[0], _bits(w)
     assert w.shape[1] == (K if bits == 8 else K // 2) and x.stride(1) == 1 and w.is_contiguous()
     out = torch.empty(M, N, dtype=x.dtype, device=x.device)
     if M == 0: return out
     t = {**next(t for top, t in QMM_TILING if top is None or M <= top), **tiling}
-    block_k = group_size if bits == 4 else t["block_k"]                    # an int4 chunk is one group
+    block_k = group_size if bits == 4 else t["block_k"]                 # an int4 chunk is one group
     tiles = triton.cdiv(M, t["block_m"]) * triton.cdiv(N, t["block_n"])
     split = t.get("split") or qmm_split(tiles, triton.cdiv(K, block_k), M)
-    sums, counts = out, out                                                # not read without shares
+    sums, counts = out, out                                             # not read without shares
     if split > 1:
-        sums = torch.empty(tiles * split * t["block_n"] * t["block_m"], dtype=torch.float32, device=x.device)
+        sums = torch.empty(tiles * split * t["block_n"] * t["block_m"], dtype=torch.float32,
+                           device=x.device)
         counts = _arrival_counts(x.device, tiles)
     _qmm_kernel[(tiles, split)](x, w, scales, zeros if zeros is not None else scales,
-                                bias if bias is not None else scales, out, sums, counts, M, N, K, x.stride(0),
-                                out.stride(0), HAS_BIAS=bias is not None, WBITS=bits, GROUP=group_size or 1,
-                                HAS_ZERO=zeros is not None, BLOCK_M=t["block_m"], BLOCK_N=t["block_n"],
-                                BLOCK_K=block_k, GROUP_N=8, SPLIT=split, IEEE=x.dtype == torch.float32,
+                                bias if bias is not None else scales, out, sums, counts, M, N, K,
+                                x.stride(0), out.stride(0), HAS_BIAS=bias is not None, WBITS=bits,
+                                GROUP=group_size or 1, HAS_ZERO=zeros is not None,
+                                BLOCK_M=t["block_m"], BLOCK_N=t["block_n"], BLOCK_K=block_k,
+                                GROUP_N=8, SPLIT=split, IEEE=x.dtype == torch.float32,
                                 num_warps=t["num_warps"], num_stages=t["num_stages"])
     return out
 
 
 # %% ../../nbs/05b_quant_kernels.ipynb #7a1c0e02
 @triton.jit
-def _qmm_tma_kernel(x_desc, w_desc, s_ptr, b_ptr, out_ptr, M, N, K, stride_out, HAS_BIAS: tl.constexpr,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
-                    IEEE: tl.constexpr):
-    pm, pn = tl.program_id(0), tl.program_id(1)                            # a weight tile's row tiles side by side
+def _qmm_tma_kernel(x_desc, w_desc, s_ptr, b_ptr, out_ptr, M, N, K, stride_out,
+                    HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                    BLOCK_K: tl.constexpr, STAGES: tl.constexpr, IEEE: tl.constexpr):
+    pm, pn = tl.program_id(0), tl.program_id(1)             # a weight tile's row tiles side by side
     acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    for k in tl.range(0, K, BLOCK_K, num_stages=STAGES):                    # tiles past the edges read as zeros
+    for k in tl.range(0, K, BLOCK_K, num_stages=STAGES):        # tiles past the edges read as zeros
         xk = x_desc.load([pm * BLOCK_M, k])
-        w = w_desc.load([pn * BLOCK_N, k]).to(xk.dtype)                     # -127..127: exact in bf16
+        w = w_desc.load([pn * BLOCK_N, k]).to(xk.dtype)         # -127..127: exact in bf16
         acc = tl.dot(xk, tl.trans(w), acc, input_precision="ieee" if IEEE else None)
     m, n = pm * BLOCK_M + tl.arange(0, BLOCK_M), pn * BLOCK_N + tl.arange(0, BLOCK_N)
     nm = n < N
-    y = (acc * tl.load(s_ptr + n, mask=nm, other=0.0).to(tl.float32)[None, :]).to(out_ptr.dtype.element_ty)
+    s = tl.load(s_ptr + n, mask=nm, other=0.0).to(tl.float32)
+    y = (acc * s[None, :]).to(out_ptr.dtype.element_ty)
     if HAS_BIAS: y = y + tl.load(b_ptr + n, mask=nm, other=0.0)[None, :]
-    tl.store(out_ptr + m.to(tl.int64)[:, None] * stride_out + n[None, :], y, mask=(m < M)[:, None] & nm[None, :])
+    tl.store(out_ptr + m.to(tl.int64)[:, None] * stride_out + n[None, :], y,
+             mask=(m < M)[:, None] & nm[None, :])
 
 
-QMM_TMA_ROWS = (128, 512)          # int8 products of more than 128 and at most 512 rows may go through TMA
+QMM_TMA_ROWS = (128, 512)   # int8 products of more than 128 and at most 512 rows may go through TMA
                                    # (in a layer, DEQUANT_MIN_M comes first)
-WIDE = 4096                        # layers of more outputs are "wide" (gate/up at TinyLlama's width)
-QMM_TMA_TILING = {                 # by width; the best of a sweep on an H200 (benchmarks/full_batch_gemm_sweep.py)
+WIDE = 4096         # layers of more outputs are "wide" (gate/up at TinyLlama's width)
+QMM_TMA_TILING = {  # by width; the best of a sweep on an H200 (benchmarks/full_batch_gemm_sweep.py)
     "narrow": dict(block_m=128, block_n=64, block_k=128, num_warps=4, num_stages=4),
     "wide": dict(block_m=128, block_n=64, block_k=64, num_warps=4, num_stages=3)}
 
 
 def qmm_tma(x, w, scales, bias=None, **tiling):
-    """x @ W.T (+ bias) for x (M, K) and int8 W (N, K) with a scale per row, both read in tiles through TMA
-    descriptors; the result in x's dtype. `tiling` overrides QMM_TMA_TILING's entry."""
+    """x @ W.T (+ bias) for x (M, K) and int8 W (N, K) with a scale per row, both read in tiles
+    through TMA descriptors; the result in x's dtype. `tiling` overrides QMM_TMA_TILING's entry."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     M, K = x.shape
     N = w.shape[0]
     t = {**QMM_TMA_TILING["wide" if N > WIDE else "narrow"], **tiling}
     if "block_n" not in tiling and triton.cdiv(M, t["block_m"]) * triton.cdiv(N, 32) <= num_sms():
-        t["block_n"] = 32                                       # half-height weight tiles that still fit one wave
+        t["block_n"] = 32                         # half-height weight tiles that still fit one wave
     out = torch.empty(M, N, dtype=x.dtype, device=x.device)
     xd = TensorDescriptor.from_tensor(x, [t["block_m"], t["block_k"]])
     wd = TensorDescriptor.from_tensor(w, [t["block_n"], t["block_k"]])
-    _qmm_tma_kernel[(triton.cdiv(M, t["block_m"]), triton.cdiv(N, t["block_n"]))](
-        xd, wd, scales, bias if bias is not None else scales, out, M, N, K, out.stride(0), HAS_BIAS=bias is not None,
-        BLOCK_M=t["block_m"], BLOCK_N=t["block_n"], BLOCK_K=t["block_k"], STAGES=t["num_stages"],
-        IEEE=x.dtype == torch.float32, num_warps=t["num_warps"])
+    _qmm_tma_kernel[(triton.cdiv(M, t["block_m"]), triton.cdiv(N, t["block_n"]))](xd, wd, scales,
+        bias if bias is not None else scales, out, M, N, K, out.stride(0),
+        HAS_BIAS=bias is not None, BLOCK_M=t["block_m"], BLOCK_N=t["block_n"], BLOCK_K=t["block_k"],
+        STAGES=t["num_stages"], IEEE=x.dtype == torch.float32, num_warps=t["num_warps"])
     return out
 
 
 def _takes_tma(x, w) -> bool:
-    """Whether a layer sends this product to qmm_tma: int8, a GPU with TMA (Hopper or newer), 129-512 rows, K <= N,
-    rows that start on 16-byte boundaries (as TMA requires), inputs of two bytes (QMM_TMA_TILING's stages of fp32
-    inputs would not fit in an H200's shared memory)."""
+    """Whether a layer sends this product to qmm_tma: int8, a GPU with TMA (Hopper or newer),
+    129-512 rows, K <= N, rows that start on 16-byte boundaries (as TMA requires), inputs of two
+    bytes (QMM_TMA_TILING's stages of fp32 inputs would not fit in an H200's shared memory)."""
     M, K = x.shape
     return (_bits(w) == 8 and x.is_cuda and x.element_size() == 2
             and torch.cuda.get_device_capability(x.device)[0] >= 9
@@ -170,25 +186,29 @@ def _takes_tma(x, w) -> bool:
 # %% ../../nbs/05b_quant_kernels.ipynb #s8t00002
 @triton.jit
 def _split_values(x_ptr, offs, mask, K, SILU: tl.constexpr):
-    "A row's values, fp32: x, or with SILU silu(gate) * up from x = [gate | up], rounded as silu_and_mul rounds them."
+    """A row's values, fp32: x, or with SILU silu(gate) * up from x = [gate | up],
+    rounded as silu_and_mul rounds them."""
     if SILU:
         g = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         u = tl.load(x_ptr + offs + K, mask=mask, other=0.0).to(tl.float32)
         s = (g / (1.0 + tl.exp(-g))).to(x_ptr.dtype.element_ty).to(tl.float32)
-        return (s * u).to(x_ptr.dtype.element_ty).to(tl.float32)    # a product of two bf16s is exact in fp32
+        return (s * u).to(x_ptr.dtype.element_ty).to(tl.float32)  # bf16 times bf16: exact in fp32
     return tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
 
 
 @triton.jit
 def _row_scale(amax, nan):
-    "A row's scale from its largest |x| and whether it holds a NaN: q = x / s fits in 16 bits, two int8 bytes."
-    s = tl.maximum(tl.max(amax, 0), 1e-30) / (127 * 256 + 127)     # an inf makes s inf: the row's outputs not finite
-    return tl.where(tl.max(nan, 0) > 0, float("nan"), s)               # a NaN makes them NaN, as in any product
+    """A row's scale from its largest |x| and whether it holds a NaN: q = x / s
+    fits in 16 bits, two int8 bytes."""
+    # an inf makes s inf: the row's outputs not finite; a NaN makes them NaN, as in any product
+    s = tl.maximum(tl.max(amax, 0), 1e-30) / (127 * 256 + 127)
+    return tl.where(tl.max(nan, 0) > 0, float("nan"), s)
 
 
 @triton.jit
 def _store_bytes(hi_ptr, lo_ptr, offs, v, mask):
-    "v rounded to the nearest integer q (halves away from zero), stored as int8 hi and lo: q = 256 hi + lo."
+    """v rounded to the nearest integer q (halves away from zero), stored as
+    int8 hi and lo: q = 256 hi + lo."""
     q = tl.where(v >= 0, v + 0.5, v - 0.5).to(tl.int32)
     lo = ((q + 128) & 255) - 128                                      # -128..127
     tl.store(lo_ptr + offs, lo.to(tl.int8), mask=mask)
@@ -196,8 +216,10 @@ def _store_bytes(hi_ptr, lo_ptr, offs, v, mask):
 
 
 @triton.jit
-def _byte_split_kernel(x_ptr, hi_ptr, lo_ptr, s_ptr, K, stride_x, SILU: tl.constexpr, BLOCK: tl.constexpr):
-    "A program a row: its scale s = max |x| / (127 * 256 + 127), then q = round(x / s) = 256 hi + lo in int8s."
+def _byte_split_kernel(x_ptr, hi_ptr, lo_ptr, s_ptr, K, stride_x, SILU: tl.constexpr,
+                       BLOCK: tl.constexpr):
+    """A program a row: its scale s = max |x| / (127 * 256 + 127), then q =
+    round(x / s) = 256 hi + lo in int8s."""
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     amax, nan = tl.zeros([BLOCK], tl.float32), tl.zeros([BLOCK], tl.int32)
@@ -213,13 +235,13 @@ def _byte_split_kernel(x_ptr, hi_ptr, lo_ptr, s_ptr, K, stride_x, SILU: tl.const
 
 
 @triton.jit
-def _byte_split_mm_kernel(hi_desc, lo_desc, sx_ptr, w_desc, sw_ptr, b_ptr, out_ptr, M, N, K, stride_out,
-                          HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                          BLOCK_K: tl.constexpr, STAGES: tl.constexpr):
+def _byte_split_mm_kernel(hi_desc, lo_desc, sx_ptr, w_desc, sw_ptr, b_ptr, out_ptr, M, N, K,
+                          stride_out, HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr,
+                          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr):
     pm, pn = tl.program_id(0), tl.program_id(1)
-    acc_hi = tl.zeros([BLOCK_M, BLOCK_N], tl.int32)                   # |sum| <= K * 128 * 127: exact up to K = 132k
+    acc_hi = tl.zeros([BLOCK_M, BLOCK_N], tl.int32)   # |sum| <= K * 128 * 127: exact up to K = 132k
     acc_lo = tl.zeros([BLOCK_M, BLOCK_N], tl.int32)
-    for k in tl.range(0, K, BLOCK_K, num_stages=STAGES):                # tiles past the edges read as zeros
+    for k in tl.range(0, K, BLOCK_K, num_stages=STAGES):        # tiles past the edges read as zeros
         w = w_desc.load([pn * BLOCK_N, k])
         acc_hi = tl.dot(hi_desc.load([pm * BLOCK_M, k]), tl.trans(w), acc_hi, out_dtype=tl.int32)
         acc_lo = tl.dot(lo_desc.load([pm * BLOCK_M, k]), tl.trans(w), acc_lo, out_dtype=tl.int32)
@@ -228,21 +250,26 @@ def _byte_split_mm_kernel(hi_desc, lo_desc, sx_ptr, w_desc, sw_ptr, b_ptr, out_p
     y = acc_hi.to(tl.float32) * 256.0 + acc_lo.to(tl.float32)
     sw = tl.load(sw_ptr + n, mask=nm, other=0.0).to(tl.float32)
     y = y * tl.load(sx_ptr + m, mask=mm, other=0.0)[:, None] * sw[None, :]
-    if HAS_BIAS: y = y + tl.load(b_ptr + n, mask=nm, other=0.0).to(tl.float32)[None, :]   # in fp32, rounded once
-    tl.store(out_ptr + m.to(tl.int64)[:, None] * stride_out + n[None, :], y.to(out_ptr.dtype.element_ty),
-             mask=mm[:, None] & nm[None, :])
+    if HAS_BIAS:                                                       # in fp32, rounded once
+        y = y + tl.load(b_ptr + n, mask=nm, other=0.0).to(tl.float32)[None, :]
+    tl.store(out_ptr + m.to(tl.int64)[:, None] * stride_out + n[None, :],
+             y.to(out_ptr.dtype.element_ty), mask=mm[:, None] & nm[None, :])
 
 
 def _kind(w) -> str:
-    "A layer by its weight's shape: wide (more than WIDE outputs: gate/up), deep (more inputs than outputs), narrow."
+    """A layer by its weight's shape: wide (more than WIDE outputs: gate/up), deep
+    (more inputs than outputs), narrow."""
     N, K = w.shape
     return "wide" if N > WIDE else "deep" if K > N else "narrow"
 
 
-BYTE_SPLIT_ROWS = {"wide": (32, 256), "deep": (96, 256), "narrow": (96, 192)}   # int8 products of these many rows
-NORM_SPLIT_ROWS = (32, 256)        # and those whose inputs a norm already split (q, k, v and gate/up), of any kind
-BYTE_SPLIT_TILING = {              # by kind, (at most this many rows, tiling), from a sweep on an H200: one tiling a
-                                   # range, within 1.5 µs of the best at each row count swept
+# int8 products of these many rows, and those whose inputs a norm already split (q, k, v and
+# gate/up), of any kind
+BYTE_SPLIT_ROWS = {"wide": (32, 256), "deep": (96, 256), "narrow": (96, 192)}
+NORM_SPLIT_ROWS = (32, 256)
+# by kind, (at most this many rows, tiling), from a sweep on an H200: one tiling a range, within
+# 1.5 µs of the best at each row count swept
+BYTE_SPLIT_TILING = {
     "wide": [(64, dict(block_m=64, block_n=64, block_k=128, num_warps=4, num_stages=4)),
              (192, dict(block_m=64, block_n=128, block_k=128, num_warps=4, num_stages=3)),
              (None, dict(block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=3))],
@@ -252,7 +279,8 @@ BYTE_SPLIT_TILING = {              # by kind, (at most this many rows, tiling), 
 
 
 class ByteSplit(NamedTuple):
-    "A layer's inputs in two bytes a value, x ~ s (256 hi + lo) a row, and the dtype the products come out in."
+    """A layer's inputs in two bytes a value, x ~ s (256 hi + lo) a row, and the
+    dtype the products come out in."""
     hi: torch.Tensor                   # (M, K) int8
     lo: torch.Tensor                   # (M, K) int8
     s: torch.Tensor                    # (M,) fp32
@@ -260,34 +288,39 @@ class ByteSplit(NamedTuple):
 
 
 def byte_split(x, silu=False) -> ByteSplit:
-    """Each row of x (M, K) as int8 hi and lo (M, K) and an fp32 scale s (M,): x ~ s (256 hi + lo). With `silu`, x is
-    (M, 2K) = [gate | up] and the rows split are silu(gate) * up, as silu_and_mul rounds them."""
-    x = x if x.stride(1) == 1 else x.contiguous()                # the kernel walks a row's values one by one
+    """Each row of x (M, K) as int8 hi and lo (M, K) and an fp32 scale s (M,): x ~ s (256 hi + lo).
+    With `silu`, x is (M, 2K) = [gate | up] and the rows split are silu(gate) * up, as silu_and_mul
+    rounds them."""
+    x = x if x.stride(1) == 1 else x.contiguous()       # the kernel walks a row's values one by one
     M, K = x.shape[0], x.shape[1] // 2 if silu else x.shape[1]
     hi = torch.empty(M, K, dtype=torch.int8, device=x.device)
     lo, s = torch.empty_like(hi), torch.empty(M, dtype=torch.float32, device=x.device)
-    _byte_split_kernel[(M,)](x, hi, lo, s, K, x.stride(0), SILU=silu, BLOCK=min(1024, triton.next_power_of_2(K)))
+    _byte_split_kernel[(M,)](x, hi, lo, s, K, x.stride(0), SILU=silu,
+                             BLOCK=min(1024, triton.next_power_of_2(K)))
     return ByteSplit(hi, lo, s, x.dtype)
 
 
 def byte_split_mm(x, w, scales, bias=None, silu=False, **tiling):
-    """x @ W.T (+ bias) for x (M, K), or x already a ByteSplit, and int8 W (N, K) with a scale per row, on int8
-    tensor cores: x split into two bytes a value (byte_split), two integer products summed once, every tile brought
-    by TMA (K a multiple of 16). With `silu`, x is (M, 2K) = [gate | up] and the product is silu(gate) * up @ W.T.
-    The result in x's dtype; `tiling` overrides BYTE_SPLIT_TILING's entry."""
+    """x @ W.T (+ bias) for x (M, K), or x already a ByteSplit, and int8 W (N, K) with a scale per
+    row, on int8 tensor cores: x split into two bytes a value (byte_split), two integer products
+    summed once, every tile brought by TMA (K a multiple of 16). With `silu`, x is (M, 2K) = [gate |
+    up] and the product is silu(gate) * up @ W.T. The result in x's dtype; `tiling` overrides
+    BYTE_SPLIT_TILING's entry."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     hi, lo, s, dtype = x if isinstance(x, ByteSplit) else byte_split(x, silu)
     (M, K), N = hi.shape, w.shape[0]
-    if K % 16 or w.shape[1] != K: raise ValueError(f"byte_split_mm: K must be a multiple of 16 and W's width, got "
+    if K % 16 or w.shape[1] != K:
+        raise ValueError(f"byte_split_mm: K must be a multiple of 16 and W's width, got "
                                                    f"{K} inputs and W of shape {tuple(w.shape)}")
-    t = {**next(t for rows, t in BYTE_SPLIT_TILING[_kind(w)] if rows is None or M <= rows), **tiling}
+    t = {**next(t for rows, t in BYTE_SPLIT_TILING[_kind(w)] if rows is None or M <= rows),
+         **tiling}
     out = torch.empty(M, N, dtype=dtype, device=hi.device)
     hd, ld = (TensorDescriptor.from_tensor(v, [t["block_m"], t["block_k"]]) for v in (hi, lo))
-    _byte_split_mm_kernel[(triton.cdiv(M, t["block_m"]), triton.cdiv(N, t["block_n"]))](
-        hd, ld, s, TensorDescriptor.from_tensor(w, [t["block_n"], t["block_k"]]), scales,
-        bias if bias is not None else scales, out, M, N, K, out.stride(0), HAS_BIAS=bias is not None,
-        BLOCK_M=t["block_m"], BLOCK_N=t["block_n"], BLOCK_K=t["block_k"], STAGES=t["num_stages"],
-        num_warps=t["num_warps"])
+    _byte_split_mm_kernel[(triton.cdiv(M, t["block_m"]), triton.cdiv(N, t["block_n"]))](hd, ld, s,
+        TensorDescriptor.from_tensor(w, [t["block_n"], t["block_k"]]), scales,
+        bias if bias is not None else scales, out, M, N, K, out.stride(0),
+        HAS_BIAS=bias is not None, BLOCK_M=t["block_m"], BLOCK_N=t["block_n"], BLOCK_K=t["block_k"],
+        STAGES=t["num_stages"], num_warps=t["num_warps"])
     return out
 
 
@@ -298,8 +331,9 @@ def _byte_split_here(x) -> bool:
 
 
 def _takes_byte_split(x, w, split_before: bool = False) -> bool:
-    """Whether a layer sends the product of x's rows to byte_split_mm: int8, BYTE_SPLIT_ROWS of its kind (or
-    NORM_SPLIT_ROWS when the kernel before splits its inputs: `split_before`), K a multiple of 16, here."""
+    """Whether a layer sends the product of x's rows to byte_split_mm: int8, BYTE_SPLIT_ROWS of its
+    kind (or NORM_SPLIT_ROWS when the kernel before splits its inputs: `split_before`), K a multiple
+    of 16, here."""
     lo, hi = NORM_SPLIT_ROWS if split_before else BYTE_SPLIT_ROWS[_kind(w)]
     return _bits(w) == 8 and lo <= x.shape[0] <= hi and w.shape[1] % 16 == 0 and _byte_split_here(x)
 
@@ -307,8 +341,10 @@ def _takes_byte_split(x, w, split_before: bool = False) -> bool:
 @triton.jit
 def _rebuild_kernel(w_ptr, s_ptr, z_ptr, out_ptr, N, K, WBITS: tl.constexpr, GROUP: tl.constexpr,
                     HAS_ZERO: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    "A tile of the full-precision weight: BLOCK_N rows by BLOCK_K stored elements (int8 weights, or int4 bytes)."
-    n, e = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N), tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    """A tile of the full-precision weight: BLOCK_N rows by BLOCK_K stored elements
+    (int8 weights, or int4 bytes)."""
+    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    e = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     nm, rows = n < N, n.to(tl.int64)[:, None]
     mask = nm[:, None] & (e < _row_len(K, WBITS))[None, :]
     w = tl.load(w_ptr + rows * _row_len(K, WBITS) + e[None, :], mask=mask, other=0)
@@ -316,17 +352,19 @@ def _rebuild_kernel(w_ptr, s_ptr, z_ptr, out_ptr, N, K, WBITS: tl.constexpr, GRO
     if WBITS == 8:
         y = _int8_weights(w) * tl.load(s_ptr + n, mask=nm, other=0.0).to(tl.float32)[:, None]
         tl.store(out + e[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
-    else:                                                   # byte e: low bits its group's column j, high j + G/2
-        lo, hi = _int4_weights(w, s_ptr, z_ptr, n, nm, tl.program_id(1) * BLOCK_K, K, GROUP, HAS_ZERO, BLOCK_K)
+    else:                                      # byte e: low bits its group's column j, high j + G/2
+        lo, hi = _int4_weights(w, s_ptr, z_ptr, n, nm, tl.program_id(1) * BLOCK_K, K, GROUP,
+                               HAS_ZERO, BLOCK_K)
         GB: tl.constexpr = GROUP // 2
         col = (e // GB) * GROUP + e % GB
         tl.store(out + col[None, :], lo.to(out_ptr.dtype.element_ty), mask=mask)
         tl.store(out + (col + GB)[None, :], hi.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-DEQUANT_MIN_M = {8: 129, 4: 129}        # by bits: rows from which a layer rebuilds its weight for cuBLAS,
-DEQUANT_MIN_M_WIDE = {8: 320, 4: 129}   # and for a wide layer (gate/up), whose many tiles keep an H200 busy in
-                                        # int8's qmm_tma at 192-256 rows (measured, below)
+# by bits: rows from which a layer rebuilds its weight for cuBLAS, and for a wide layer (gate/up),
+# whose many tiles keep an H200 busy in int8's qmm_tma at 192-256 rows (measured, below)
+DEQUANT_MIN_M = {8: 129, 4: 129}
+DEQUANT_MIN_M_WIDE = {8: 320, 4: 129}
 
 
 def _rebuild_from(bits: int, out_features: int) -> int:
@@ -334,36 +372,43 @@ def _rebuild_from(bits: int, out_features: int) -> int:
     return (DEQUANT_MIN_M_WIDE if out_features > WIDE else DEQUANT_MIN_M)[bits]
 
 
-def rebuild(w, scales, zeros=None, group_size=None, dtype=torch.bfloat16, block_n=16, block_k=256, out=None):
-    """The (N, K) weight in `dtype` that int8 `w` (N, K) or packed int4 `w` (N, K/2) with their scales stand for,
-    written into `out` if given."""
+def rebuild(w, scales, zeros=None, group_size=None, dtype=torch.bfloat16, block_n=16, block_k=256,
+            out=None):
+    """The (N, K) weight in `dtype` that int8 `w` (N, K) or packed int4 `w` (N, K/2) with their
+    scales stand for, written into `out` if given."""
     N, bits = w.shape[0], _bits(w)
     K = w.shape[1] * (2 if bits == 4 else 1)
-    assert bits in (8, 4) and w.is_contiguous() and scales.is_contiguous(), "int8 or packed int4, contiguous"
-    assert scales.shape == ((N,) if bits == 8 else (N, K // group_size)), (scales.shape, N, K, group_size)
+    assert bits in (8, 4) and w.is_contiguous() and scales.is_contiguous(), "int8 or int4, in a row"
+    want = (N,) if bits == 8 else (N, K // group_size)
+    assert scales.shape == want, (scales.shape, N, K, group_size)
     if bits == 4: block_k = max(block_k // 2, group_size // 2)             # bytes: whole groups
     if out is None: out = torch.empty(N, K, dtype=dtype, device=w.device)
     assert out.shape == (N, K) and out.is_contiguous(), (out.shape, N, K)
-    _rebuild_kernel[(triton.cdiv(N, block_n), triton.cdiv(w.shape[1], block_k))](
-        w, scales, zeros if zeros is not None else scales, out, N, K, WBITS=bits, GROUP=group_size if bits == 4 else 1,
-        HAS_ZERO=zeros is not None, BLOCK_N=block_n, BLOCK_K=block_k)
+    _rebuild_kernel[(triton.cdiv(N, block_n), triton.cdiv(w.shape[1], block_k))](w, scales,
+        zeros if zeros is not None else scales, out, N, K, WBITS=bits,
+        GROUP=group_size if bits == 4 else 1, HAS_ZERO=zeros is not None, BLOCK_N=block_n,
+        BLOCK_K=block_k)
     return out
 
 
 # %% ../../nbs/05b_quant_kernels.ipynb #698b839d
-QGEMV_MAX_M = 2         # rows up to which the GEMV reads the integers; qmm beyond (measured on an H200, below)
+# rows up to which the GEMV reads the integers; qmm beyond (measured on an H200, below)
+QGEMV_MAX_M = 2
 
 
 class TritonQuantLinear(QuantLinear):
-    """QuantLinear whose forward reads the integers in Triton kernels: the GEMV for a few rows, then (int8)
-    byte_split_mm at BYTE_SPLIT_ROWS of the layer's kind, qmm_tma or qmm; from DEQUANT_MIN_M[bits] rows
-    (DEQUANT_MIN_M_WIDE[bits] for a wide layer), the weight rebuilt for cuBLAS."""
+    """QuantLinear whose forward reads the integers in Triton kernels: the GEMV for a few rows, then
+    (int8) byte_split_mm at BYTE_SPLIT_ROWS of the layer's kind, qmm_tma or qmm; from
+    DEQUANT_MIN_M[bits] rows (DEQUANT_MIN_M_WIDE[bits] for a wide layer), the weight rebuilt for
+    cuBLAS."""
     def forward(self, x):
-        if isinstance(x, ByteSplit): return byte_split_mm(x, self.qweight, self.scales, self.bias)  # a norm split it
+        if isinstance(x, ByteSplit):                                  # a norm split it
+            return byte_split_mm(x, self.qweight, self.scales, self.bias)
         x2 = x.reshape(-1, self.in_features).contiguous()              # (M, K)
         q = dict(scales=self.scales, zeros=self.zeros, group_size=self.group_size)
         if x2.shape[0] <= QGEMV_MAX_M: y = gemv(x2, self.qweight, self.bias, **q)
-        elif _takes_byte_split(x2, self.qweight): y = byte_split_mm(x2, self.qweight, self.scales, self.bias)
+        elif _takes_byte_split(x2, self.qweight):
+            y = byte_split_mm(x2, self.qweight, self.scales, self.bias)
         elif x2.shape[0] >= _rebuild_from(self.bits, self.out_features):
             y = F.linear(x2, rebuild(self.qweight, dtype=x2.dtype, **q), self.bias)
         elif _takes_tma(x2, self.qweight): y = qmm_tma(x2, self.qweight, self.scales, self.bias)
@@ -371,54 +416,63 @@ class TritonQuantLinear(QuantLinear):
         return y.reshape(*x.shape[:-1], self.out_features)
 
     def forward_gated(self, gu):
-        """self(silu(gate) * up) for gu = [gate | up] (..., 2K): SwiGLU's gate applied as byte_split writes the
-        inputs when the product goes to byte_split_mm, else by silu_and_mul (ByteSplitMLP asks for this)."""
+        """self(silu(gate) * up) for gu = [gate | up] (..., 2K): SwiGLU's gate applied as byte_split
+        writes the inputs when the product goes to byte_split_mm, else by silu_and_mul (ByteSplitMLP
+        asks for this)."""
         gu2 = gu.reshape(-1, 2 * self.in_features)
-        if gu2.shape[0] <= QGEMV_MAX_M or not _takes_byte_split(gu2, self.qweight): return self(silu_and_mul(gu))
+        if gu2.shape[0] <= QGEMV_MAX_M or not _takes_byte_split(gu2, self.qweight):
+            return self(silu_and_mul(gu))
         y = byte_split_mm(gu2, self.qweight, self.scales, self.bias, silu=True)
         return y.reshape(*gu.shape[:-1], self.out_features)
 
 # %% ../../nbs/05b_quant_kernels.ipynb #n5s00002
 @triton.jit
-def _rms_norm_split_kernel(x_ptr, res_ptr, w_ptr, hi_ptr, lo_ptr, s_ptr, res_out_ptr, eps, n_cols, stride_x,
-                           stride_r, HAS_RES: tl.constexpr, BLOCK: tl.constexpr):
-    "04g's RMSNorm of a row (after the residual), rounded as rms_norm rounds it, then written as byte_split writes it."
+def _rms_norm_split_kernel(x_ptr, res_ptr, w_ptr, hi_ptr, lo_ptr, s_ptr, res_out_ptr, eps, n_cols,
+                           stride_x, stride_r, HAS_RES: tl.constexpr, BLOCK: tl.constexpr):
+    """04g's RMSNorm of a row (after the residual), rounded as rms_norm rounds it, then
+    written as byte_split writes it."""
     row = tl.program_id(0).to(tl.int64)
-    y, cols, mask = _rms_norm_row(x_ptr, res_ptr, w_ptr, res_out_ptr, row, eps, n_cols, stride_x, stride_r, HAS_RES,
-                                  BLOCK)
+    y, cols, mask = _rms_norm_row(x_ptr, res_ptr, w_ptr, res_out_ptr, row, eps, n_cols, stride_x,
+                                  stride_r, HAS_RES, BLOCK)
     y = y.to(x_ptr.dtype.element_ty).to(tl.float32)                  # as rms_norm writes it
     s = _row_scale(tl.abs(y), (y != y).to(tl.int32))
     _store_bytes(hi_ptr, lo_ptr, row * n_cols + cols, y / s, mask)
     tl.store(s_ptr + row, s)
 
 
-class ByteSplitRMSNorm(TritonRMSNorm):
-    """TritonRMSNorm that, when the int8 layer it feeds takes byte_split_mm at this many rows, returns that layer's
-    inputs already split (a ByteSplit), written by the norm's own kernel."""
-    def __init__(self, norm: TritonRMSNorm, feeds: TritonQuantLinear):
+class ByteSplitRMSNorm(RMSNorm):
+    """01a's norm, computed by 04g's kernel, that, when the int8 layer it feeds takes byte_split_mm
+    at this many rows, returns that layer's inputs already split (a ByteSplit), written by the
+    norm's own kernel."""
+    def __init__(self, norm: RMSNorm, feeds: TritonQuantLinear):
         super().__init__(norm.weight.shape[0], norm.eps)
-        self.weight = norm.weight
-        self.__dict__["feeds"] = feeds                   # not a submodule: its weights belong to the layer above
+        self.weight, self.ops = norm.weight, norm.ops    # the same weight, the same operations
+        self.__dict__["feeds"] = feeds                # not a submodule: its weights are the layer's
 
     def forward(self, x, residual=None):
         x2 = x.reshape(-1, x.shape[-1])
-        if not _takes_byte_split(x2, self.feeds.qweight, split_before=True): return super().forward(x, residual)
+        if not _takes_byte_split(x2, self.feeds.qweight, split_before=True):
+            return super().forward(x, residual)
         M, C = x2.shape
-        res_out = torch.empty(M, C, dtype=x.dtype, device=x.device) if residual is not None else x2   # rows packed
+        res_out = x2
+        if residual is not None:                         # the new residual stream, rows packed
+            res_out = torch.empty(M, C, dtype=x.dtype, device=x.device)
         hi = torch.empty(M, C, dtype=torch.int8, device=x.device)
         lo, s = torch.empty_like(hi), torch.empty(M, dtype=torch.float32, device=x.device)
         r2 = residual.reshape(-1, C) if residual is not None else x2
-        _rms_norm_split_kernel[(M,)](x2, r2, self.weight, hi, lo, s, res_out, self.eps, C, x2.stride(0),
-                                     r2.stride(0), HAS_RES=residual is not None, BLOCK=triton.next_power_of_2(C))
+        _rms_norm_split_kernel[(M,)](x2, r2, self.weight, hi, lo, s, res_out, self.eps, C,
+                                     x2.stride(0), r2.stride(0), HAS_RES=residual is not None,
+                                     BLOCK=triton.next_power_of_2(C))
         split = ByteSplit(hi, lo, s, x.dtype)
         return split if residual is None else (split, res_out.view(x.shape))
 
 
-class ByteSplitMLP(TritonLlamaMLP):
-    "04g's MLP, the same two layers, whose int8 down projection applies SwiGLU's gate itself (forward_gated)."
-    def __init__(self, mlp: TritonLlamaMLP):
+class ByteSplitMLP(LlamaMLP):
+    """01a's MLP, the same two layers, whose int8 down projection applies
+    SwiGLU's gate itself (forward_gated)."""
+    def __init__(self, mlp: LlamaMLP):
         torch.nn.Module.__init__(self)
-        self.gate_up_proj, self.down_proj = mlp.gate_up_proj, mlp.down_proj
+        self.gate_up_proj, self.down_proj, self.ops = mlp.gate_up_proj, mlp.down_proj, mlp.ops
 
     def forward(self, x): return self.down_proj.forward_gated(self.gate_up_proj(x))
 
@@ -427,17 +481,20 @@ def _int8(layer) -> bool: return isinstance(layer, TritonQuantLinear) and layer.
 
 
 def fuse_byte_split(model) -> int:
-    """In a Llama built of 04g's modules, put a ByteSplitRMSNorm before each int8 TritonQuantLinear q, k, v and
-    gate/up, and a ByteSplitMLP around each int8 down projection; returns how many modules it replaced."""
+    """In a Llama-family model computing with 04g's operations, put a ByteSplitRMSNorm before each
+    int8 TritonQuantLinear q, k, v and gate/up, and a ByteSplitMLP around each int8 down projection;
+    returns how many modules it replaced."""
     done = 0
     for layer in model.modules():
-        if not (hasattr(layer, "input_layernorm") and hasattr(layer, "self_attn")): continue
-        if type(getattr(layer, "mlp", None)) is TritonLlamaMLP and _int8(layer.mlp.down_proj):
+        if not isinstance(layer, LlamaDecoderLayer) or not isinstance(layer.mlp.ops, TritonOps):
+            continue
+        if type(layer.mlp) is LlamaMLP and _int8(layer.mlp.down_proj):
             layer.mlp = ByteSplitMLP(layer.mlp)
             done += 1
-        for norm, feeds in (("input_layernorm", getattr(layer.self_attn, "qkv_proj", None)),
-                            ("post_attention_layernorm", getattr(getattr(layer, "mlp", None), "gate_up_proj", None))):
-            if type(getattr(layer, norm, None)) is TritonRMSNorm and _int8(feeds):
-                setattr(layer, norm, ByteSplitRMSNorm(getattr(layer, norm), feeds))
+        feeds = {"input_layernorm": layer.self_attn.qkv_proj,
+                 "post_attention_layernorm": layer.mlp.gate_up_proj}
+        for norm, linear in feeds.items():
+            if type(getattr(layer, norm)) is RMSNorm and _int8(linear):
+                setattr(layer, norm, ByteSplitRMSNorm(getattr(layer, norm), linear))
                 done += 1
     return done

@@ -18,9 +18,11 @@ from ..sampling import ParamError
 
 # %% ../../nbs/05a_quantization.ipynb #76eb3c29
 def quantize_int8(w: torch.Tensor, scale_dtype=None) -> tuple[torch.Tensor, torch.Tensor]:
-    "Symmetric, per output channel: w ~ q * scale[:, None], q int8 in -127..127, scale (N,) in `scale_dtype`."
+    """Symmetric, per output channel: w ~ q * scale[:, None], q int8 in
+    -127..127, scale (N,) in `scale_dtype`."""
     wf = w.float()                                                     # (N, K)
-    scale = (wf.abs().amax(1) / 127).clamp(min=1e-12).to(scale_dtype or w.dtype)   # rounded before q is chosen
+    # the scale rounded before q is chosen
+    scale = (wf.abs().amax(1) / 127).clamp(min=1e-12).to(scale_dtype or w.dtype)
     q = torch.round(wf / scale.float()[:, None]).clamp(-127, 127).to(torch.int8)
     return q, scale
 
@@ -31,9 +33,10 @@ def dequantize_int8(q: torch.Tensor, scale: torch.Tensor, dtype=torch.float32) -
 
 # %% ../../nbs/05a_quantization.ipynb #ce5d53e7
 def pack_int4(q: torch.Tensor, group_size: int) -> torch.Tensor:
-    "(N, K) integers 0..15 -> (N, K/2) bytes: in each group, column j in byte j's low four bits, j + G/2 in its high."
+    """(N, K) integers 0..15 -> (N, K/2) bytes: in each group, column j in byte j's low
+    four bits, j + G/2 in its high."""
     N, K = q.shape
-    g = q.to(torch.uint8).reshape(N, K // group_size, 2, group_size // 2)    # (N, groups, halves, G/2)
+    g = q.to(torch.uint8).reshape(N, K // group_size, 2, group_size // 2)    # (N, groups, 2, G/2)
     return (g[:, :, 0] | (g[:, :, 1] << 4)).reshape(N, K // 2)
 
 
@@ -48,25 +51,28 @@ INT4_GROUP_SIZES = (32, 64, 128, 256)
 
 
 def quantize_int4(w: torch.Tensor, group_size: int = 128, symmetric: bool = True, scale_dtype=None):
-    """Group-wise: each run of `group_size` columns has its scale (and, asymmetric, its zero); w ~ (q - 8) * scale
-    + zero, q 0..15 packed two per byte. Returns (packed (N, K/2) uint8, scales (N, K/G), zeros (N, K/G) or None)."""
+    """Group-wise: each run of `group_size` columns has its scale (and, asymmetric, its zero); w ~
+    (q - 8) * scale + zero, q 0..15 packed two per byte. Returns (packed (N, K/2) uint8, scales (N,
+    K/G), zeros (N, K/G) or None)."""
     N, K = w.shape
-    if K % group_size: raise ParamError("group_size", f"group_size={group_size} does not divide the width {K}")
+    if K % group_size:
+        raise ParamError("group_size", f"group_size={group_size} does not divide the width {K}")
     g = w.float().reshape(N, K // group_size, group_size)               # (N, groups, G)
     dt = scale_dtype or w.dtype
     if symmetric:                                                       # -8..7 around zero
-        scale = torch.maximum(g.amax(-1) / 7, -g.amin(-1) / 8).clamp(min=1e-12).to(dt)   # -8 is a level too
+        scale = torch.maximum(g.amax(-1) / 7, -g.amin(-1) / 8).clamp(min=1e-12).to(dt)  # -8 too
         q = torch.round(g / scale.float()[..., None]).clamp(-8, 7) + 8
         zero = None
-    else:                                                               # 0..15 from each group's min to its max
+    else:                                                  # 0..15 from each group's min to its max
         lo = g.amin(-1)
         scale = ((g.amax(-1) - lo) / 15).clamp(min=1e-12).to(dt)
         q = torch.round((g - lo[..., None]) / scale.float()[..., None]).clamp(0, 15)
-        zero = (lo + 8 * scale.float()).to(dt)                          # (q - 8) * scale + zero = q * scale + lo
+        zero = (lo + 8 * scale.float()).to(dt)             # (q - 8) * scale + zero = q * scale + lo
     return pack_int4(q.reshape(N, K), group_size), scale, zero
 
 
-def dequantize_int4(packed, scale, zero=None, group_size: int = 128, dtype=torch.float32) -> torch.Tensor:
+def dequantize_int4(packed, scale, zero=None, group_size: int = 128,
+                    dtype=torch.float32) -> torch.Tensor:
     "The (N, K) weight that packed int4 values and their group scales (and zeros) stand for."
     q = unpack_int4(packed, group_size).float()                         # (N, K)
     N, K = q.shape
@@ -75,23 +81,24 @@ def dequantize_int4(packed, scale, zero=None, group_size: int = 128, dtype=torch
     return w.reshape(N, K).to(dtype)
 
 # %% ../../nbs/05a_quantization.ipynb #4a448ae3
-CPU_DTYPE = torch.bfloat16        # what PyTorch's weight-only CPU kernels take: inputs, scales and zeros
+CPU_DTYPE = torch.bfloat16   # what PyTorch's weight-only CPU kernels take: inputs, scales and zeros
 
 
 def cpu_int4_weights(packed, scales, zeros=None) -> tuple[torch.Tensor, torch.Tensor]:
-    "Int4 weights as torch._weight_int4pack_mm_for_cpu wants them: repacked, rows padded to 16, (scale, zero) pairs."
+    """Int4 weights as torch._weight_int4pack_mm_for_cpu wants them: repacked, rows
+    padded to 16, (scale, zero) pairs."""
     group_size = 2 * packed.shape[1] // scales.shape[1]
-    q = unpack_int4(packed, group_size).to(torch.int32)                  # (N, K) in 0..15
-    pad = -q.shape[0] % 16                                               # the kernel takes rows in sixteens
-    s = F.pad(scales.to(CPU_DTYPE), (0, 0, 0, pad))                      # (N', K/G); padded rows: scale 0
+    q = unpack_int4(packed, group_size).to(torch.int32)          # (N, K) in 0..15
+    pad = -q.shape[0] % 16                                       # the kernel takes rows in sixteens
+    s = F.pad(scales.to(CPU_DTYPE), (0, 0, 0, pad))              # (N', K/G); padded rows: scale 0
     z = torch.zeros_like(s) if zeros is None else F.pad(zeros.to(CPU_DTYPE), (0, 0, 0, pad))
     w = torch._convert_weight_to_int4pack_for_cpu(F.pad(q, (0, 0, 0, pad), value=8), 1)
     return w, torch.stack((s.T, z.T), -1).contiguous()                  # (K/G, N', 2): scale, zero
 
 # %% ../../nbs/05a_quantization.ipynb #a23e8f43
 class QuantLinear(nn.Module):
-    """A linear layer whose weight is kept as int8 per output channel (bits=8) or as int4 in groups of
-    `group_size` columns (bits=4), with its scales; the bias, if any, stays as it was."""
+    """A linear layer whose weight is kept as int8 per output channel (bits=8) or as int4 in groups
+    of `group_size` columns (bits=4), with its scales; the bias, if any, stays as it was."""
     def __init__(self, linear: nn.Linear, bits: int, group_size: int = 128, symmetric: bool = True):
         super().__init__()
         self.out_features, self.in_features = linear.weight.shape
@@ -102,11 +109,11 @@ class QuantLinear(nn.Module):
             q, s = quantize_int8(w)
             z = None
         else: q, s, z = quantize_int4(w, group_size, symmetric)
-        self.qweight = nn.Parameter(q, requires_grad=False)            # parameters, so .to() and counts see them
+        self.qweight = nn.Parameter(q, requires_grad=False)  # parameters: .to() and counts see them
         self.scales = nn.Parameter(s, requires_grad=False)
         self.zeros = None if z is None else nn.Parameter(z, requires_grad=False)
         self.bias = linear.bias
-        self._cpu = None                                               # the CPU kernels' layout, made on first use
+        self._cpu = None                                # the CPU kernels' layout, made on first use
 
     def dequantize(self, dtype=None) -> torch.Tensor:
         "The full-precision (out, in) weight these integers stand for."
@@ -116,76 +123,89 @@ class QuantLinear(nn.Module):
 
     def _cpu_weights(self) -> tuple:
         "The weights in the layout PyTorch's CPU kernels want, made once."
-        if self._cpu is None and self.bits == 8: self._cpu = (self.qweight, self.scales.to(CPU_DTYPE))
+        if self._cpu is None and self.bits == 8:
+            self._cpu = (self.qweight, self.scales.to(CPU_DTYPE))
         if self._cpu is None: self._cpu = cpu_int4_weights(self.qweight, self.scales, self.zeros)
         return self._cpu
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        "x @ W.T (+ bias): on a CPU, PyTorch's int8/int4 kernels on bf16 inputs; elsewhere the weight rebuilt first."
+        """x @ W.T (+ bias): on a CPU, PyTorch's int8/int4 kernels on bf16 inputs;
+        elsewhere the weight rebuilt first."""
         x2 = x.reshape(-1, self.in_features)                                   # (M, K)
         if x.device.type == "cpu":
             w, s = self._cpu_weights()
-            if self.bits == 8: y = torch._weight_int8pack_mm(x2.to(CPU_DTYPE), w, s)           # (M, N)
-            else: y = torch._weight_int4pack_mm_for_cpu(x2.to(CPU_DTYPE), w, self.group_size, s)   # (M, N')
+            x2 = x2.to(CPU_DTYPE)
+            if self.bits == 8: y = torch._weight_int8pack_mm(x2, w, s)                      # (M, N)
+            else: y = torch._weight_int4pack_mm_for_cpu(x2, w, self.group_size, s)         # (M, N')
             y = y[:, :self.out_features].to(x.dtype)
-        else: y = x2 @ self.dequantize(x.dtype).T                              # the naive way: a full weight per call
+        else: y = x2 @ self.dequantize(x.dtype).T            # the naive way: a full weight per call
         if self.bias is not None: y = y + self.bias
         return y.reshape(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
-        return f"in={self.in_features}, out={self.out_features}, int{self.bits}, group_size={self.group_size}"
+        return (f"in={self.in_features}, out={self.out_features}, int{self.bits}, "
+                f"group_size={self.group_size}")
 
 # %% ../../nbs/05a_quantization.ipynb #1da840af
 QUANTIZATIONS = {"int8": 8, "int4": 4}
 
 
 def _targets(model: nn.Module, lm_head: bool) -> list[tuple[nn.Module, str, nn.Linear]]:
-    "(parent, attribute, layer) for every nn.Linear to quantize: all of them, the LM head only if asked."
+    """(parent, attribute, layer) for every nn.Linear to quantize: all of
+    them, the LM head only if asked."""
     found = []
     for pname, parent in model.named_modules():
         for name, child in parent.named_children():
             full = f"{pname}.{name}" if pname else name
-            if type(child) is nn.Linear and (lm_head or full != "lm_head"): found.append((parent, name, child))
+            if type(child) is nn.Linear and (lm_head or full != "lm_head"):
+                found.append((parent, name, child))
     return found
 
 # %% ../../nbs/05a_quantization.ipynb #0cecdc28
 def resolve_group_size(group_size: int | None, widths: set[int]) -> int:
-    "The int4 group size: the one asked for if it divides every width; by default 128, or the largest that fits."
+    """The int4 group size: the one asked for if it divides every width; by default
+    128, or the largest that fits."""
     fits = [g for g in INT4_GROUP_SIZES if all(w % g == 0 for w in widths)]       # (ascending)
     if group_size is None:
         if not [g for g in fits if g <= 128]:
-            raise ParamError("group_size", f"no group_size in {INT4_GROUP_SIZES} divides the layer widths "
-                                           f"{sorted(widths)}")
+            raise ParamError("group_size", f"no group_size in {INT4_GROUP_SIZES} divides the layer "
+                                           f"widths {sorted(widths)}")
         return max(g for g in fits if g <= 128)
     if group_size not in INT4_GROUP_SIZES:
-        raise ParamError("group_size", f"group_size must be one of {INT4_GROUP_SIZES}, got {group_size!r}")
+        raise ParamError("group_size",
+                         f"group_size must be one of {INT4_GROUP_SIZES}, got {group_size!r}")
     if bad := sorted(w for w in widths if w % group_size):
-        raise ParamError("group_size", f"group_size={group_size} does not divide the layer widths {bad}; "
-                                       f"sizes that fit: {fits}")
+        raise ParamError("group_size", f"group_size={group_size} does not divide the layer widths "
+                                       f"{bad}; sizes that fit: {fits}")
     return group_size
 
 # %% ../../nbs/05a_quantization.ipynb #1a0f9a6b
 def check_quantization(quantization) -> int:
-    "The bits of a quantization this chapter knows (`int8`, `int4`); anything else is a ParamError naming it."
+    """The bits of a quantization this chapter knows (`int8`, `int4`); anything
+    else is a ParamError naming it."""
     if quantization not in QUANTIZATIONS:
-        raise ParamError("quantization", f"quantization must be one of {list(QUANTIZATIONS)} or None, "
-                                         f"got {quantization!r}")
+        raise ParamError("quantization", f"quantization must be one of {list(QUANTIZATIONS)} or "
+                                         f"None, got {quantization!r}")
     return QUANTIZATIONS[quantization]
 
 
-def quantize_model(model: nn.Module, quantization: str, group_size: int | None = None, symmetric: bool = True,
-                   lm_head: bool = False, linear_cls: type = QuantLinear) -> nn.Module:
-    """Swap `model`'s nn.Linear layers, in place, for `linear_cls` (QuantLinear) layers holding int8 or int4
-    weights. The embeddings stay as they are, and the LM head too unless `lm_head`."""
+def quantize_model(model: nn.Module, quantization: str, group_size: int | None = None,
+                   symmetric: bool = True, lm_head: bool = False,
+                   linear_cls: type = QuantLinear) -> nn.Module:
+    """Swap `model`'s nn.Linear layers, in place, for `linear_cls` (QuantLinear) layers holding int8
+    or int4 weights. The embeddings stay as they are, and the LM head too unless `lm_head`."""
     bits = check_quantization(quantization)
     if bits == 8 and group_size is not None:
-        raise ParamError("group_size", "group_size applies to int4 only (int8 has one scale per output channel)")
+        raise ParamError("group_size",
+                         "group_size applies to int4 only (int8 has one scale per output channel)")
     targets = _targets(model, lm_head)
     if not targets:
-        raise ParamError("quantization", f"quantization={quantization!r}: {type(model).__name__} has no nn.Linear "
-                                         "layers to quantize")
-    if bits == 4: group_size = resolve_group_size(group_size, {lin.in_features for _, _, lin in targets})
-    for parent, name, lin in targets: setattr(parent, name, linear_cls(lin, bits, group_size or 128, symmetric))
+        raise ParamError("quantization", f"quantization={quantization!r}: {type(model).__name__} "
+                                         "has no nn.Linear layers to quantize")
+    if bits == 4:
+        group_size = resolve_group_size(group_size, {lin.in_features for _, _, lin in targets})
+    for parent, name, lin in targets:
+        setattr(parent, name, linear_cls(lin, bits, group_size or 128, symmetric))
     return model
 
 # %% ../../nbs/05a_quantization.ipynb #e25c667b
@@ -197,59 +217,69 @@ CHECKPOINT_FILE = "model.safetensors"
 
 
 def save_quantized(model: nn.Module, folder, source=None) -> Path:
-    """Write `model`, its linear layers already QuantLinear (by quantize_model or 05c's GPTQ), as a checkpoint folder
-    that LLM(folder) loads as it is: parameters, config.json with a quantization_config, the tokenizer of `source`
-    (by default the folder the model was loaded from)."""
+    """Write `model`, its linear layers already QuantLinear (by quantize_model or 05c's GPTQ), as a
+    checkpoint folder that LLM(folder) loads as it is: parameters, config.json with a
+    quantization_config, the tokenizer of `source` (by default the folder the model was loaded
+    from)."""
     from safetensors.torch import save_file
     layers = [m for m in model.modules() if isinstance(m, QuantLinear)]
-    if not layers: raise ParamError("model", "the model has no QuantLinear layers: quantize it first")
+    if not layers:
+        raise ParamError("model", "the model has no QuantLinear layers: quantize it first")
     formats = {(q.bits, q.group_size if q.bits == 4 else None, q.symmetric) for q in layers}
-    if len(formats) > 1: raise ParamError("model", f"the model's layers are quantized in several ways: {formats}")
+    if len(formats) > 1:
+        raise ParamError("model", f"the model's layers are quantized in several ways: {formats}")
     (bits, group_size, symmetric), = formats
     source = Path(source or getattr(model, "path", "") or "")
     if not (source / "config.json").exists():
-        raise ParamError("source", f"no config.json in {str(source)!r}: give the folder the model was loaded from")
+        raise ParamError("source", f"no config.json in {str(source)!r}: give the folder the model "
+                                   "was loaded from")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    for f in source.iterdir():                                       # the tokenizer and generation settings
-        if f.is_file() and f.name != "config.json" and not f.name.endswith((".safetensors", ".bin", ".gguf",
-                                                                            ".index.json")):
+    for f in source.iterdir():                               # the tokenizer and generation settings
+        weights = f.name.endswith((".safetensors", ".bin", ".gguf", ".index.json"))
+        if f.is_file() and f.name != "config.json" and not weights:
             shutil.copy2(f, folder / f.name)
     config = json.loads((source / "config.json").read_text())
+    head = isinstance(getattr(model, "lm_head", None), QuantLinear)
     config["quantization_config"] = dict(quant_method="mini_vllm", bits=bits, group_size=group_size,
-                                         symmetric=symmetric, lm_head=isinstance(getattr(model, "lm_head", None),
-                                                                                 QuantLinear))
+                                         symmetric=symmetric, lm_head=head)
     (folder / "config.json").write_text(json.dumps(config, indent=2))
-    tensors = {name: p.detach().cpu().contiguous() for name, p in model.named_parameters()}   # tied ones once
+    # tied ones once
+    tensors = {name: p.detach().cpu().contiguous() for name, p in model.named_parameters()}
     save_file(tensors, str(folder / CHECKPOINT_FILE))
     return folder
 
 # %% ../../nbs/05a_quantization.ipynb #6e66408d
 def saved_quantization(folder, quantization=None) -> dict | None:
-    """quantize_model's arguments for a checkpoint written by save_quantized (None for an unquantized one); a
-    ParamError if `quantization` asks for another format, or if another tool quantized the checkpoint."""
+    """quantize_model's arguments for a checkpoint written by save_quantized (None for an
+    unquantized one); a ParamError if `quantization` asks for another format, or if another tool
+    quantized the checkpoint."""
     cfg_file = Path(folder) / "config.json"
     q = json.loads(cfg_file.read_text()).get("quantization_config") if cfg_file.exists() else None
     if q is None: return None
     if q.get("quant_method") != "mini_vllm":
         raise ParamError("model", f"{folder} was quantized by another tool (quant_method "
-                                  f"{q.get('quant_method')!r}): only checkpoints written by save_quantized load here")
+                                  f"{q.get('quant_method')!r}): only checkpoints written by "
+                                  "save_quantized load here")
     saved = {8: "int8", 4: "int4"}[q["bits"]]
     if quantization not in (None, saved):
-        raise ParamError("quantization", f"{folder} holds {saved} weights; quantization={quantization!r} asks "
-                                         "for others (leave it out, or load an unquantized checkpoint)")
-    return dict(quantization=saved, group_size=q["group_size"], symmetric=q["symmetric"], lm_head=q["lm_head"])
+        raise ParamError("quantization", f"{folder} holds {saved} weights; "
+                                         f"quantization={quantization!r} asks for others (leave it "
+                                         "out, or load an unquantized checkpoint)")
+    return dict(quantization=saved, group_size=q["group_size"], symmetric=q["symmetric"],
+                lm_head=q["lm_head"])
 
 
 @torch.no_grad()
 def load_quantized(model: nn.Module, folder) -> nn.Module:
-    "Copy a save_quantized checkpoint's tensors into `model`, already quantized the same way; in place."
+    """Copy a save_quantized checkpoint's tensors into `model`, already
+    quantized the same way; in place."""
     from safetensors.torch import load_file
     saved, params = load_file(str(Path(folder) / CHECKPOINT_FILE)), dict(model.named_parameters())
     missing, extra = sorted(set(params) - set(saved)), sorted(set(saved) - set(params))
     shapes = sorted(k for k in set(saved) & set(params) if saved[k].shape != params[k].shape)
     if missing or extra or shapes:
-        raise ValueError(f"{folder} does not fit the model: missing {missing[:3]}, unexpected {extra[:3]}, "
-                         f"other shapes {shapes[:3]}")
+        raise ValueError(f"{folder} does not fit the model: missing {missing[:3]}, "
+                         f"unexpected {extra[:3]}, other shapes {shapes[:3]}")
     for k, t in saved.items(): params[k].copy_(t)
     return model

@@ -8,7 +8,7 @@
 // chosen in the layer. Beside them: `gemv_ahead`, whose blocks ask the copy engine for their rows into shared memory
 // before the wait, and a chain of kernels that read no weights (what four products a layer cost beside their bytes).
 // Build and run on the GPU:
-//   nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -o gemv_ceiling benchmarks/cuda_gemv_ceiling.cu
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -o gemv_ceiling benchmarks/experiments/cuda_gemv_ceiling.cu
 //   ./gemv_ceiling > ceiling.txt
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

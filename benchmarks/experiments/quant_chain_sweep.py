@@ -3,14 +3,14 @@
 recorded into one CUDA graph with PDL and replayed. Each shape's tiling is varied while the others keep the table's
 (small_batch.GEMV_TILING / QUANT_TILING); then the best of each shape together. bf16, int8 and int4 weights (05,
 symmetric, groups of 128). Writes quant_chain_sweep.json into --out. Run from the repo root on a CUDA GPU:
-  python benchmarks/quant_chain_sweep.py --out $OUT [--formats int8,int4,bf16] [--rows 2] [--table-only bf16]
+  python benchmarks/experiments/quant_chain_sweep.py --out $OUT [--formats int8,int4,bf16] [--rows 2] [--table-only bf16]
 """
 import argparse, itertools, json, os, sys, time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))     # the repo root
 from mini_vllm.fast import small_batch as sb  # noqa: E402
 from mini_vllm.loading import ModelConfig  # noqa: E402
 from mini_vllm.model import rope_tables  # noqa: E402

@@ -1,16 +1,16 @@
-"""The package's one-token GEMV (04i, with chapter 05's int8) timed the way benchmarks/cuda_gemv_ceiling.cu times its
+"""The package's one-token GEMV (04i, with chapter 05's int8) timed the way benchmarks/experiments/cuda_gemv_ceiling.cu times its
 hand-written CUDA one: each of TinyLlama's four shapes as a chain of 22 launches on 22 weight copies in one CUDA graph
 (plain products: no norm, SwiGLU or residual; with and without PDL), then the four shapes as 22 layers; cuBLAS on bf16
 weights beside.
 Prints a table and writes triton_gemv_chain.json into --out. Run from the repo root on a CUDA GPU:
-  python benchmarks/triton_gemv_chain.py --out $OUT
+  python benchmarks/experiments/triton_gemv_chain.py --out $OUT
 """
 import argparse, json, sys
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))     # the repo root
 from mini_vllm.fast import small_batch as sb  # noqa: E402
 from mini_vllm.quant.quantization import QuantLinear  # noqa: E402
 

@@ -8,11 +8,12 @@ Llama-3-8B's shapes: how far a known kernel gets where this book's kernels stop 
   compiled    torch.compile of F.linear(x, w.to(bf16)) * s, gpt-fast's int8 (one row only)
 Each call reads its own copy of the weights inside one CUDA graph (so that they stream from HBM); each way's output is
 checked against cuBLAS on the dequantized weight. Prints a layer's four products (us) per shape, format and way.
-  python3 benchmarks/batch1_anchors.py --out $OUT/batch1_anchors.json [--ms 1,2,4,16]
+  python3 benchmarks/experiments/batch1_anchors.py --out $OUT/batch1_anchors.json [--ms 1,2,4,16]
 """
 import argparse, json, os, sys, traceback
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parents[1])); sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]   # repo root, benchmarks/, here
 import torch
 import torch.nn.functional as F
 from gpu_bench import graph_us  # noqa: E402  (calls recorded into one CUDA graph, us per call)

@@ -11,12 +11,12 @@ recorded into one CUDA graph and replayed. Ways:
   inline      every product rebuilt in line, then cuBLAS
   ahead<d>    each product's weight rebuilt on a side stream into one of d+1 slots, d products ahead
 The products' outputs are checked against cuBLAS on the dequantized weight once, outside the graph.
-  python3 benchmarks/rebuild_ahead.py --out $OUT/rebuild_ahead.json [--ms 256,128] [--depths 1,2,3]
+  python3 benchmarks/experiments/rebuild_ahead.py --out $OUT/rebuild_ahead.json [--ms 256,128] [--depths 1,2,3]
 """
 import argparse, json, os, sys
 from pathlib import Path
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent)); sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]   # repo root, benchmarks/, here
 import torch
 import torch.nn.functional as F
 from gpu_bench import bench_ms  # noqa: E402

@@ -7,12 +7,12 @@ TinyLlama's heads, bf16, pages in shuffled order, each call replayed inside a CU
 step. The variants tried on the way (items built on the host, persistent grids taking units in turn or from a shared
 counter, the largest pieces first) are in `git show a6fc73c:benchmarks/attn_work_items.py`. From the repo root, on
 a CUDA GPU:
-  python3 benchmarks/attn_work_items.py --out $OUT/items [--chunks 512,1024,2048]
+  python3 benchmarks/experiments/attn_work_items.py --out $OUT/items [--chunks 512,1024,2048]
 """
 import argparse, json, os, sys
 from pathlib import Path
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent)); sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]   # repo root, benchmarks/, here
 import torch
 from mini_vllm.fast import triton_attention as ta
 from attn_length_mix import B, MAX_LEN, step

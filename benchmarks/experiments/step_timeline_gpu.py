@@ -1,27 +1,27 @@
 """Where the overlapped loop's steps (chapter 04k) spend their time on a CUDA GPU: for each engine step of
 `LLM(..., async_scheduling=True)` on the public workload (256 requests) and on 320 requests, the host's time in
-`schedule`, in launching the next step, in waiting for the step before it (`collect`), and in recording its tokens;
+`schedule`, in launching the next step (`_launch`), in waiting for the step before it (the runner's `collect`), and in
+recording its tokens (the core's `_record`, the output processor's `process`);
 the step's batch, and whether it was advanced on the device (a graph replay of the same requests) or prepared on
 the host. Then the GPU's busy share over a stretch of full-batch steps (torch.profiler, device events only).
 A step whose wait is near zero was the host's; one that waits was the GPU's. Each variant is an engine of its own
-in this process, one after another: one step ahead (`async`) or 32-step windows (`windows`, wall time only), with
+in this process, one after another: one step ahead (`async`) or one step at a time (`sync`, wall time only), with
 steps that bring prompt chunks replayed from chapter 04h's mixed buckets or, `_eager`, run eagerly; `async_prepared`:
-one step ahead with the step after a mixed replay prepared on the host (04h's `_hand_on` switched off);
-`async_pin_each`: one step ahead with every copy to the GPU pinned on its own (`to_device` before `Staging`, 00b).
+one step ahead with the step after a mixed replay prepared on the host (04h's `_hand_on` switched off). (The
+recorded runs had `windows` variants, 32-step decode windows, since removed, and `async_pin_each`, every copy to the
+GPU pinned on its own, whose `to_device_gpu.py` is gone: `git show fdc22f4:benchmarks/step_timeline_gpu.py`.)
 A variant named twice runs twice (an engine each time), the second as `<variant>_again`.
 `--host-profile`: the host's own calls (CUDA runtime and aten, self time) over 30 full-batch steps of 320 requests,
 after the first async variant's timed runs; with `--py-profile` also its Python functions (cProfile, own time) over
 the 30 steps after those.
 TinyLlama-1.1B shape, dummy bf16. From the repo root:
-  PYTHONPATH=/tmp/site MINI_VLLM_COMMIT=<commit> python3 benchmarks/step_timeline_gpu.py --out $OUT/timeline
+  PYTHONPATH=/tmp/site MINI_VLLM_COMMIT=<commit> python3 benchmarks/experiments/step_timeline_gpu.py --out $OUT/timeline
 """
 import argparse, gc, json, os, sys, tempfile, time
 from pathlib import Path
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent)); sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]   # repo root, benchmarks/, here
 import torch
-import mini_vllm.llm as llm_mod
-import mini_vllm.fast.overlap as ov
 from mini_vllm import LLM, SamplingParams
 from workload import public_workload, tinyllama_config_dir
 
@@ -31,18 +31,19 @@ class Timeline:
     PHASES = ("schedule", "launch", "wait", "record")
 
     def __init__(self, eng):
-        self.eng, self.steps, self.cur, self.undo = eng, [], None, [(ov, "_rows_of", ov._rows_of, True)]
-        self._wrap(eng.scheduler, "schedule", "schedule")
-        self._wrap(llm_mod, "launch", "launch")
-        self._wrap(ov, "_wait", "wait")
-        self._wrap(eng.output_processor, "outputs", "record")
-        self._wrap(eng, "_record", "record")
-        rows_of = ov._rows_of
-        def spy(out, last):
-            r = rows_of(out, last)
+        core = eng.core                                   # chapter 04k's OverlappedEngineCore
+        self.eng, self.steps, self.cur, self.undo = eng, [], None, [(core, "advance", core.advance, True)]
+        self._wrap(core.scheduler, "schedule", "schedule")
+        self._wrap(core, "_launch", "launch")
+        self._wrap(core.runner, "collect", "wait")
+        self._wrap(core, "_record", "record")
+        self._wrap(eng.output_processor, "process", "record")
+        advance = core.advance                            # 04h's device path: None when the step is the host's
+        def spy(last, out):
+            r = advance(last, out)
             if self.cur is not None: self.cur["device"] = r is not None
             return r
-        ov._rows_of = spy
+        if advance is not None: core.advance = spy
 
     def close(self):
         "Put back what the wrappers replaced (an instance's own attribute removed again: no bound method left behind)."
@@ -62,7 +63,8 @@ class Timeline:
 
     def step(self):
         self.cur = dict.fromkeys(self.PHASES, 0.0)
-        self.cur.update(device=None, batch=len(self.eng.scheduler.running), waiting=len(self.eng.scheduler.waiting))
+        sched = self.eng.core.scheduler
+        self.cur.update(device=None, batch=len(sched.running), waiting=len(sched.waiting))
         t = time.perf_counter()
         self.eng.step()
         self.cur["wall"] = time.perf_counter() - t
@@ -110,7 +112,7 @@ def run(llm, work, label, profile_steps=(200, 300)):
     for e in prof.key_averages():
         t = getattr(e, "self_device_time_total", 0)
         if t > 0: kinds[e.key[:60]] = round(t / 1e3, 3)
-    res["profile"] = dict(steps=profile_steps, wall_ms=round(dt * 1e3, 2), batch=len(eng.scheduler.running),
+    res["profile"] = dict(steps=profile_steps, wall_ms=round(dt * 1e3, 2), batch=len(eng.core.scheduler.running),
                           gpu_busy_ms=round(g["busy_us"] / 1e3, 2), gaps=g,
                           top_kernels_ms=dict(sorted(kinds.items(), key=lambda kv: -kv[1])[:25]))
     while eng.has_unfinished_requests(): eng.step()
@@ -145,16 +147,6 @@ def host_profile(llm, work, steps=(100, 130), python=False) -> dict:
     return res
 
 
-def patch_pin_each():
-    "Every module's to_device replaced by the one before Staging (00b, `to_device_gpu.pin_each`); returns the undo."
-    import mini_vllm.sampling as smp
-    from to_device_gpu import pin_each
-    mods = [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("mini_vllm")
-            and getattr(m, "to_device", None) is smp.to_device]
-    for m in mods: m.to_device = pin_each
-    return lambda: [setattr(m, "to_device", smp.to_device) for m in mods]
-
-
 def build(cfg, mixed: bool, **kw):
     "An engine, warmed up; mixed=False: steps with prompt chunks run eagerly (the runner's mixed buckets dropped)."
     t0 = time.perf_counter()
@@ -171,8 +163,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
     p.add_argument("--workloads", default="256,320")
-    p.add_argument("--variants", default="async,async_eager,windows,windows_eager",
-                   help="async: one step ahead; windows: 32-step windows; _eager: prompt steps not replayed; "
+    p.add_argument("--variants", default="async,async_eager,sync,sync_eager",
+                   help="async: one step ahead; sync: one step at a time; _eager: prompt steps not replayed; "
                         "async_prepared: the step after a mixed replay prepared on the host")
     p.add_argument("--host-profile", action="store_true", help="profile the host's calls (first async variant)")
     p.add_argument("--py-profile", action="store_true", help="with --host-profile: its Python functions too")
@@ -181,7 +173,6 @@ def main(argv=None):
     cfg = tinyllama_config_dir(Path(tempfile.mkdtemp()) / "tl")
     results = {}
     for v in a.variants.split(","):
-        undo = patch_pin_each() if v == "async_pin_each" else None
         llm, built = build(cfg, not v.endswith("_eager"), async_scheduling=v.startswith("async"))
         if v == "async_prepared": llm.llm_engine.core.runner._hand_on = lambda meta: None
         v = v if v not in results else f"{v}_again"
@@ -207,7 +198,6 @@ def main(argv=None):
               results[v]["mixed_replays"], flush=True)
         (out / "step_timeline.json").write_text(json.dumps(dict(commit=os.environ.get("MINI_VLLM_COMMIT"),
                                                                 device=torch.cuda.get_device_name(0), **results)))
-        if undo: undo()
         del llm; gc.collect(); torch.cuda.empty_cache()
 
 

@@ -9,11 +9,12 @@ from L2; the copies are counted in bf16 bytes, so int4's q, k, v and o copies ho
 beyond an H200's L2); each way's output is checked against cuBLAS's. Prints a table of a layer's four products (us)
 per row count and, for each format, the smallest row count measured from which rebuild_mm stays faster; writes
 everything to --out.
-  python3 benchmarks/dequant_crossover.py --out $OUT/dequant_crossover.json [--ms 128,256,...] [--budget-s 240]
+  python3 benchmarks/experiments/dequant_crossover.py --out $OUT/dequant_crossover.json [--ms 128,256,...] [--budget-s 240]
 """
 import argparse, json, os, sys, time
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parents[1])); sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]   # repo root, benchmarks/, here
 import torch
 import torch.nn.functional as F
 from gpu_bench import graph_us  # noqa: E402  (calls recorded into one CUDA graph, us per call)

@@ -3,11 +3,11 @@ int8 weights (05a's round trip: the dequantized weight) with each linear layer's
 bf16, rounded per row to 16-bit integers as `byte_split` makes them (x ~ s q, s = max|x| / (127 * 256 + 127)), and
 both (bf16 inputs, then `byte_split`, as in the engine). Emulated in PyTorch: the integer products are exact, so
 only the inputs' rounding differs from fp32.
-  python3 benchmarks/byte_split_quality.py > benchmarks/results/int8_split_mm_h200/byte_split_quality.txt
+  python3 benchmarks/experiments/byte_split_quality.py > benchmarks/results/int8_split_mm_h200/byte_split_quality.txt
 """
 import copy, sys
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))     # the repo root
 import torch
 import torch.nn.functional as F
 from mini_vllm.loading import load_tokenizer
@@ -48,7 +48,7 @@ def read_text(m, ids, chunk=512):
 
 def main():
     model = load_model(None, dtype="float32", device="cpu")                   # SmolLM2-135M
-    text = (Path(__file__).resolve().parent / "data" / "quality_text.txt").read_text()
+    text = (Path(__file__).resolve().parents[1] / "data" / "quality_text.txt").read_text()
     ids = torch.tensor(load_tokenizer(model.path).encode(text))
     ppl0, ref = read_text(model, ids)
     print(f"SmolLM2-135M, {len(ids)} tokens; fp32 perplexity {ppl0:.4f}")

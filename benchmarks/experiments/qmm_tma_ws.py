@@ -4,11 +4,12 @@ that convert and multiply), and the int8 weights on the left of the product (out
 a register operand of `wgmma` instead of going back to shared memory). Each call on its own copy of the weights inside
 one CUDA graph (from HBM, as in a step); every variant's output checked against the dequantized product first. bf16
 cuBLAS on the same shapes for scale. Prints one JSON row per shape and row count; writes them all to --out.
-  python3 benchmarks/qmm_tma_ws.py --out $OUT/qmm_tma_ws.json [--ms 208,256] [--budget-s 200]
+  python3 benchmarks/experiments/qmm_tma_ws.py --out $OUT/qmm_tma_ws.json [--ms 208,256] [--budget-s 200]
 """
 import argparse, itertools, json, os, sys, time
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parents[1])); sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]   # repo root, benchmarks/, here
 import torch, triton, triton.language as tl
 from gpu_bench import graph_us  # noqa: E402  (calls recorded into one CUDA graph, us per call)
 from full_batch_gemm_sweep import SHAPES  # noqa: E402

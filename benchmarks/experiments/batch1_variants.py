@@ -4,15 +4,15 @@ a part out (decode attention) measures what it costs inside the step, where kern
 variants change the decode attention's partition and tiles, the qkv GEMV's tiles, and the weights (int8 with
 04i's tiling table before and after its per-shape int8 entries, int4). Writes batch1_variants.json into --out.
 Run from the repo root on a CUDA GPU:
-  python benchmarks/batch1_variants.py --out $OUT [--only "bf16,int8"]
+  python benchmarks/experiments/batch1_variants.py --out $OUT [--only "bf16,int8"]
 """
 import argparse, gc, json, os, sys, tempfile, time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]   # repo root, benchmarks/, here
 from gpu_bench import back_to_back_ms  # noqa: E402
 from workload import tinyllama_config_dir  # noqa: E402
 from mini_vllm import LLM, SamplingParams  # noqa: E402
@@ -50,7 +50,7 @@ VARIANTS = [("bf16", None, lambda: None), ("bf16 no decode attention", None, no_
 def measure(cfg_dir, prompt, quantization, setup) -> dict:
     restore(); setup()
     llm = LLM(cfg_dir, dtype="bfloat16", load_format="dummy", max_num_seqs=8, max_model_len=2048,
-              quantization=quantization, num_scheduler_steps=32)     # the windows, as in its recorded runs
+              quantization=quantization)        # one step ahead (its recorded runs had 32-step windows, now gone)
     run = lambda n: llm.generate([prompt], SamplingParams(temperature=0, max_tokens=n, ignore_eos=True), use_tqdm=False)
     run(64); run(1)
     best = float("inf")

@@ -4,12 +4,12 @@ contexts: how much of the copy bandwidth each reaches, and whether the order in 
 matters (as drawn, longest first, shortest first), and contexts cut into partitions of 1,024, 512 or 256 tokens. 256 requests, TinyLlama's heads (32 query, 4 KV, 64 dims), bf16,
 blocks of 16 in shuffled order; each call replayed back to back inside a CUDA graph sized, like the engine's, for
 contexts up to 2,048. From the repo root, on a CUDA GPU:
-  python3 benchmarks/attn_length_mix.py --out $OUT/attn_mix
+  python3 benchmarks/experiments/attn_length_mix.py --out $OUT/attn_mix
 """
 import argparse, json, os, sys
 from pathlib import Path
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent)); sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]   # repo root, benchmarks/, here
 import torch
 from mini_vllm.fast import triton_attention as ta
 from mini_vllm.loading import ModelConfig

@@ -4,7 +4,7 @@
 // asks for its first rows of the next phase's weights (they do not depend on the previous phase), as 04i's kernels do
 // before their PDL wait. The GEMV inside is cuda_gemv_ceiling.cu's (a warp owns rows, a lane 16-byte runs of them).
 // A measurement of what fewer kernel boundaries would give at batch 1, not a kernel of the package. On the GPU:
-//   nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -o persistent benchmarks/cuda_persistent_products.cu
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -o persistent benchmarks/experiments/cuda_persistent_products.cu
 //   ./persistent > persistent.txt
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

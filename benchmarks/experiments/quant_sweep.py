@@ -4,14 +4,15 @@ with the residual), and qmm for larger batches (rows tiles x weight tiles x shar
 dequantized weight), beside cuBLAS on bf16 weights. TinyLlama's shapes, bf16 activations, every call on its own
 copy of the weights (so that they stream from HBM), timed inside CUDA graphs. Writes quant_sweep.json into --out
 (rewritten as it goes); stops starting new sweeps after --budget-s seconds. Run from the repo root:
-  python benchmarks/quant_sweep.py --out $OUT [--only gemv|qmm]
+  python benchmarks/experiments/quant_sweep.py --out $OUT [--only gemv|qmm]
 """
 import argparse, json, os, sys, time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]   # repo root, benchmarks/, here
 from gpu_bench import GEMV_SHAPES, _quant_copies, graph_us, rel_err  # noqa: E402
 
 GEMV_CONFIGS = {   # (block_n, block_k in weights), each with 4 and 8 warps, 1 and 3 stages

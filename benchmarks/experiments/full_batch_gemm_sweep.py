@@ -5,11 +5,12 @@ in a step, not from the 50 MB L2), and each tiling's output is checked against c
 shape and row count; writes them all to --out. `--int8`: int8 weights with a scale per row instead, chapter 05's
 `qmm` (in the cuBLAS column) against a TMA kernel that turns the integers into bf16 in registers, the weights on the
 right of `tl.dot` or on its left (`int8_left`: out.T = W @ x.T).
-  python3 benchmarks/full_batch_gemm_sweep.py --out $OUT/full_batch_gemm.json [--ms 128,208,256] [--budget-s 400] [--int8]
+  python3 benchmarks/experiments/full_batch_gemm_sweep.py --out $OUT/full_batch_gemm.json [--ms 128,208,256] [--budget-s 400] [--int8]
 """
 import argparse, itertools, json, os, sys, time
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parents[1])); sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]   # repo root, benchmarks/, here
 import torch, triton, triton.language as tl
 from gpu_bench import graph_us  # noqa: E402  (calls recorded into one CUDA graph, us per call)
 

@@ -2,9 +2,9 @@
 registers, loads, int-to-float conversions (I2F), and the shared-memory stores and barriers that a change of layout
 between the weights and the inputs costs. bf16, int8 and int4 weights (05), the gate/up projection with its norm
 and SwiGLU, one token. Run from the repo root:
-  python benchmarks/sass_gemv.py > benchmarks/results/sass_gemv_sm90_<commit>.txt
-  python benchmarks/sass_gemv.py --residual [--m-pad 2]
-  python benchmarks/sass_gemv.py --qmm
+  python benchmarks/experiments/sass_gemv.py > benchmarks/results/sass_gemv_sm90_<commit>.txt
+  python benchmarks/experiments/sass_gemv.py --residual [--m-pad 2]
+  python benchmarks/experiments/sass_gemv.py --qmm
 With --residual it counts instead the GEMV with a residual (no norm, no SwiGLU), int8 and int4, two and four rows of
 1,024 per chunk, by kind of instruction, for one input row or --m-pad of them; with --qmm, chapter 05b's `_qmm_kernel` at QMM_TILING's tiles of 16, 128
 and 256 rows, int8 and int4 (groups of 128), K in one share. (The conversions' rewrites were counted with `--rewrite`
@@ -12,7 +12,7 @@ and timed with `gemv_rewrites.py` at f04db11: `git show f04db11:benchmarks/gemv_
 """
 import argparse, collections, os, re, subprocess, sys, tempfile
 os.environ["TRITON_INTERPRET"] = "0"
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "../..")))  # the repo root
 from mini_vllm.fast import small_batch as sb  # noqa: E402
 import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402

@@ -3,12 +3,13 @@ from its distribution (320 by default): output tok/s for each setting, one engin
 one process, and how long each engine took to build. As `vllm_side_by_side.py` times them: a warm-up on 8 requests,
 then the workloads in the order given (draws of different sizes share no prompt). TinyLlama-1.1B shape, dummy bf16.
 From the repo root:
-  PYTHONPATH=/tmp/site:$PWD python3 benchmarks/max_num_seqs_sweep.py --seqs 512,256,512 [--workloads 256,320,640]
+  PYTHONPATH=/tmp/site:$PWD python3 benchmarks/experiments/max_num_seqs_sweep.py --seqs 512,256,512 [--workloads 256,320,640]
 """
 import argparse, json, sys, tempfile, time
 from pathlib import Path
 import torch
-sys.path.insert(0, str(Path(__file__).resolve().parent)); sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]   # repo root, benchmarks/, here
 from workload import public_workload, tinyllama_config_dir  # noqa: E402
 from mini_vllm import LLM, SamplingParams  # noqa: E402
 

@@ -1,11 +1,11 @@
 """Compile every Triton kernel of the engine's GPU path in fp16 for one compute capability (default 75, a T4),
 without a GPU: shared memory, registers and stack (spills) per thread from the cubin, Hopper-only instructions in the
 PTX, and, for the attention kernels, smaller tilings. Run from the repo root:
-  python benchmarks/compile_sm75.py [CC] > benchmarks/results/compile_sm75_cpu_<commit>.txt
+  python benchmarks/experiments/compile_sm75.py [CC] > benchmarks/results/compile_sm75_cpu_<commit>.txt
 """
 import os, sys
 os.environ["TRITON_INTERPRET"] = "0"
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "../..")))  # the repo root
 from mini_vllm.fast import triton_attention as ta, triton_kernels as tk, small_batch as sb, cuda_graphs as cg
 import triton
 from triton.backends.compiler import GPUTarget
@@ -53,22 +53,25 @@ for H, HKV in ((9, 3), (32, 4)):
     comp(f"prefill H{H}/{HKV}", ta._prefill_kernel, dict(o_ptr=f16, q_ptr=f16, k_ptr=f16, v_ptr=f16, bt_ptr=i32, seq_lens_ptr=i32,
          qsl_ptr=i32, tiles_ptr=i32, scale="fp32", stride_qt="i32", stride_qh="i32", stride_ot="i32", stride_oh="i32",
          stride_bt="i32"), dict(G=G, HKV=HKV, D=64, BLOCK_SIZE=16, BLOCK_M=64, BLOCK_N=64, IEEE=False), num_warps=4)
-gem = dict(x_ptr=f16, w_ptr=f16, b_ptr=f16, nw_ptr=f16, res_ptr=f16, out_ptr=f16, M="i32", N="i32", K="i32", stride_x="i32",
-           stride_res="i32", stride_out="i32", eps="fp32")
+gem = dict(x_ptr=f16, w_ptr=f16, b_ptr=f16, nw_ptr=f16, s_ptr=f16, z_ptr=f16, res_ptr=f16, out_ptr=f16, M="i32", N="i32",
+           K="i32", stride_x="i32", stride_res="i32", stride_out="i32", eps="fp32")
+fp16_weights = dict(WBITS=16, GROUP=128, HAS_ZERO=False)                 # chapter 05's formats: not these
 for M in (1, 2):
     for label, N, K, kw in (("o+res", 576, 576, dict(HAS_RES=True)), ("gate_up silu", 1536, 576, dict(NORM=True, SILU_OUT=True)),
                             ("down+res", 576, 1536, dict(HAS_RES=True)), ("lm_head", 49152, 576, {})):
         kind = "swiglu" if kw.get("SILU_OUT") else None
         M_PAD, t = sb._tiling(M, N, K, kind)
         c = dict(NORM=False, SILU_OUT=False, HAS_BIAS=False, HAS_RES=False, EVEN_K=K % t["block_k"] == 0, M_PAD=M_PAD,
-                 BLOCK_N=t["block_n"], BLOCK_K=t["block_k"], PDL=False); c.update(kw)
+                 BLOCK_N=t["block_n"], BLOCK_K=t["block_k"], PDL=False, **fp16_weights); c.update(kw)
         types = dict(gem, out_ptr=f32) if label == "lm_head" else gem
         comp(f"gemv M{M} {label}", sb._gemv_kernel, types, c, num_warps=t["num_warps"], num_stages=t["num_stages"])
     M_PAD, t = sb._tiling(M, 960, 576, "qkv")
-    comp(f"qkv_rope M{M}", sb._qkv_rope_kernel, dict(x_ptr=f16, w_ptr=f16, b_ptr=f16, nw_ptr=f16, qkv_ptr=f16, cos_ptr=f16,
+    comp(f"qkv_rope M{M}", sb._qkv_rope_kernel, dict(x_ptr=f16, w_ptr=f16, b_ptr=f16, nw_ptr=f16, s_ptr=f16, z_ptr=f16,
+         qkv_ptr=f16, cos_ptr=f16,
          sin_ptr=f16, pos_ptr=i64, slot_ptr=i64, kc_ptr=f16, vc_ptr=f16, M="i32", K="i32", stride_x="i32", stride_qkv="i32",
          stride_cos="i32", eps="fp32"), dict(H=9, HKV=3, D=64, HAS_BIAS=False, EVEN_K=576 % t["block_k"] == 0, M_PAD=M_PAD,
-         BLOCK_H=min(t["block_n"] // 2, 32), BLOCK_K=t["block_k"], PDL=False), num_warps=t["num_warps"], num_stages=t["num_stages"])
+         BLOCK_H=min(t["block_n"] // 2, 32), BLOCK_K=t["block_k"], PDL=False, **fp16_weights), num_warps=t["num_warps"],
+         num_stages=t["num_stages"])
 comp("advance", cg._advance_kernel, dict(tok_ptr=i64, ids_ptr=i64, pos_ptr=i64, slots_ptr=i64, seq_lens_ptr=i32, bt_ptr=i32,
      n="i32", stride_bt="i32"), dict(BLOCK_SIZE=16, BLOCK=32))
 comp("argmax", cg._argmax_kernel, dict(x_ptr=f32, out_ptr=i64, V="i32", stride="i32"), dict(BLOCK=32768), num_warps=16)

@@ -5,13 +5,14 @@ element). TinyLlama's four shapes at a full decode batch, each call on its own c
 against chapter 05b's int8 layer (TritonQuantLinear, its byte split switched off) and cuBLAS on the bf16 weights;
 also `torch._int_mm` (cuBLASLt) twice, for the product alone, and one int8 product of 8-bit inputs (W8A8, not
 weight-only) as a floor.
-  python3 benchmarks/int8_split_mm.py --out $OUT/split.json [--ms 128,256] [--short] [--tma] [--tma-only]
+  python3 benchmarks/experiments/int8_split_mm.py --out $OUT/split.json [--ms 128,256] [--short] [--tma] [--tma-only]
 The kernels here are where the idea was first timed (with a W8A8 switch the package has no use for); chapter 05b's
 `byte_split` and `byte_split_mm` are the package's, with BYTE_SPLIT_TILING (by kind of layer) from the --tma-only sweep.
 """
 import argparse, itertools, json, os, sys, time
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parents[1])); sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]   # repo root, benchmarks/, here
 import torch
 import torch.nn.functional as F
 import triton
