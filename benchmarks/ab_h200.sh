@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # This tree and earlier ones, alternating, on one GPU: what a change costs or buys, measured on one machine.
-#   STAGE=bench (about 100 s a run): each tree's own gpu_bench.py, sections thru and batch1: the public workload's
+#   STAGE=bench (about 35 s a run): each tree's own gpu_bench.py, sections thru and batch1: the public workload's
 #               output tok/s and batch-1 ms/token in that tree's two loops. This tree's are `async` (one step ahead)
 #               and `sync` (one at a time); a tree from before decode windows went (its gpu_bench knows
 #               num_scheduler_steps) runs `steps32_b16384` (32-step windows, the figure the book cited) and `steps1`
-#               (one at a time), batch 1 `small_batch` and `small_batch_no_ahead`. THRU/BATCH1 (this tree's) and
-#               OLD_THRU/OLD_BATCH1 (older trees') choose others. `gpu_book.sh ab` runs this stage.
+#               (one at a time, as `sync`), batch 1 `small_batch` only (its gpu_bench has no batch 1 one step at a
+#               time). THRU/BATCH1 (this tree's) and OLD_THRU/OLD_BATCH1 (older trees') choose others.
+#               `gpu_book.sh ab` runs this stage: 4 runs (2 rounds, one REV) took 150 s on an H200.
 #   STAGE=offline (default): LLM.generate on the public workload, 320 requests and batch 1 (vllm_h200.sh offline
 #                 with ENGINES=mini_vllm: each tree's own `mini_vllm` engine; this tree's is one step ahead)
 #   STAGE=serve_mini: `mini-vllm serve` under load_test.py's ramp at $CONC clients (default 1,16,64), 512-token
@@ -31,7 +32,7 @@ fi
 bench() {           # bench DIR RUN: DIR's gpu_bench.py, thru and batch1, each loop; its JSON and log in $W/RUN
     local thru=${THRU:-async,sync} batch1=${BATCH1:-small_batch,small_batch_sync}
     if grep -q num_scheduler_steps "$1/benchmarks/gpu_bench.py"; then       # a tree with decode windows
-        thru=${OLD_THRU:-steps32_b16384,steps1} batch1=${OLD_BATCH1:-small_batch,small_batch_no_ahead}
+        thru=${OLD_THRU:-steps32_b16384,steps1} batch1=${OLD_BATCH1:-small_batch}
     fi
     (cd "$1" && timeout -s ABRT --kill-after=10 "${RUN_LIMIT:-170}" python3 benchmarks/gpu_bench.py --out "$W/$2" \
         --sections env,thru,batch1 --thru-variants "$thru" --batch1-variants "$batch1" > "$W/$2/bench.log" 2>&1)

@@ -4,7 +4,7 @@
 #
 #   bash benchmarks/gpu_book.sh [STEP ...]   STEP: env bench bf16ref quant tp notebooks ab (default: env bench notebooks)
 #   QUANT_VARIANTS="" leaves out the quant step's GEMV tiling variants (BITS-BLOCK_K, default "8-2048 4-128 4-1024")
-#   ab (in a call of its own, about 7 minutes): this tree against the earlier ones in _ab/REV, alternating, REVS="..."
+#   ab (about 150 s for one REV): this tree against the earlier ones in _ab/REV, alternating, REVS="..."
 #   ROUNDS=2: the public workload's tok/s and batch-1 ms/token in each tree's two loops (ab_h200.sh STAGE=bench)
 #
 # Run from the repo root. Everything goes under $OUT (default ./gpu_book_out), at most 8 files, none deeper than

@@ -194,9 +194,11 @@ def _eos_ids(*sources) -> tuple:
 def _llama_fields(hf) -> dict:
     """ModelConfig's fields from a config of the Llama family (Llama's
     names, which Qwen2 and Qwen3 keep)."""
-    if any(t != "full_attention" for t in getattr(hf, "layer_types", None) or ()):
+    window = getattr(hf, "sliding_window", None)           # Mistral's; Qwen2's when it uses one
+    layers = getattr(hf, "layer_types", None) or ()
+    if any(t != "full_attention" for t in layers) or window and window < hf.max_position_embeddings:
         raise ValueError(f"{hf.model_type}: sliding-window attention layers are not supported "
-                         f"(layer_types {hf.layer_types})")
+                         f"(sliding_window {window}, layer_types {list(layers)})")
     rope = dict(getattr(hf, "rope_parameters", None) or getattr(hf, "rope_scaling", None) or {})
     bias, heads = bool(getattr(hf, "attention_bias", False)), hf.num_attention_heads
     return dict(vocab_size=hf.vocab_size, hidden_size=hf.hidden_size,

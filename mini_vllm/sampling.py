@@ -32,6 +32,8 @@ class ParamError(ValueError):
         super().__init__(message)
         self.param = param
 
+    def __reduce__(self): return type(self), (self.param, str(self))   # it crosses to other processes whole
+
 # %% ../nbs/00b_sampling.ipynb #b81d0f3a
 @dataclass
 class SamplingParams:
