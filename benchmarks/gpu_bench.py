@@ -326,7 +326,7 @@ def sec_correct(args):
         same = [o.outputs[0].token_ids == t for o, t in zip(outs, theirs)]
         res[label] = dict(prompts=len(prompts), tokens=100, identical=sum(same), max_num_seqs=max_num_seqs,
                           **_loop(llm), device_steps=device_steps and device_steps[0],
-                          model_class=type(llm.llm_engine.core.model.model).__name__)
+                          model_ops=type(llm.llm_engine.core.model.model.ops).__name__)
         del llm; torch.cuda.empty_cache()
     del ref
     # 2. TinyLlama-shape random weights in --dtype, through the GPU engine (CUDA graphs, one step ahead)
@@ -461,7 +461,7 @@ def sec_batch1(args):
             out[label] = dict(prompt_tokens=128, decode_tokens=512, requests=len(prompts),
                               ms_per_token=(t[513] - t[1]) / 512 * 1e3,                  # a step: a token each
                               prefill_plus_first_token_ms=t[1] * 1e3, **_loop(llm),
-                              graph_replay_ms=graph_ms, model_class=type(core.model.model).__name__,
+                              graph_replay_ms=graph_ms, model_ops=type(core.model.model.ops).__name__,
                               quantization=args.quantization, weight_bytes=core.weight_bytes,
                               tokens_sha1=hashlib.sha1(json.dumps(tokens).encode()).hexdigest(),
                               device_steps=device_steps and device_steps[0],
@@ -631,11 +631,11 @@ def main(argv=None):
         RESULTS["byte_split_rows"] = qk.BYTE_SPLIT_ROWS
     if args.no_gated_split:                                         # the gate by silu_and_mul, then the split
         from mini_vllm.quant import quant_kernels as qk
-        qk.ByteSplitMLP.forward = qk.TritonLlamaMLP.forward
+        qk.ByteSplitMLP.forward = qk.LlamaMLP.forward
         RESULTS["gated_split"] = False
     if args.no_norm_split:                                          # chapter 05's norms that split: left out
         from mini_vllm.quant import quant_kernels as qk
-        qk.ByteSplitRMSNorm.forward = qk.TritonRMSNorm.forward
+        qk.ByteSplitRMSNorm.forward = qk.RMSNorm.forward
         RESULTS["norm_split"] = False
     if args.dequant_min_m is not None:                              # chapter 05's prompts: weight rebuilt from these rows
         from mini_vllm.quant import quant_kernels as qk

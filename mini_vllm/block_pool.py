@@ -23,26 +23,28 @@ class KVCacheBlock:
     ref_cnt: int = 0                      # requests using this block
     block_hash: bytes | None = None       # set while the block is full and in the prefix cache
 
-    def __repr__(self): return f"Block({self.block_id}, ref={self.ref_cnt}{', cached' if self.block_hash else ''})"
+    def __repr__(self):
+        return f"Block({self.block_id}, ref={self.ref_cnt}{', cached' if self.block_hash else ''})"
 
 # %% ../nbs/04a_block_pool.ipynb #3a73b158
 class BlockPool:
-    "A fixed pool of KV-cache blocks: free queue in LRU order, reference counts, and the prefix-cache map."
+    "A fixed pool of KV-cache blocks: an LRU free queue, reference counts, the prefix-cache map."
     def __init__(self, num_blocks: int):
         if num_blocks < 1: raise ValueError(f"num_blocks must be >= 1, got {num_blocks}")
         self.blocks = [KVCacheBlock(i) for i in range(num_blocks)]
-        self.free_queue: OrderedDict[int, KVCacheBlock] = OrderedDict((b.block_id, b) for b in self.blocks)
+        self.free_queue: OrderedDict[int, KVCacheBlock] = OrderedDict(
+            (b.block_id, b) for b in self.blocks)
         self.cached: dict[bytes, KVCacheBlock] = {}      # block hash -> block holding those tokens
 
     @property
     def num_free(self) -> int: return len(self.free_queue)
 
     def get_new_blocks(self, n: int) -> list[KVCacheBlock]:
-        "Take n blocks from the free queue's front (evicting their cached contents); the caller checked n <= num_free."
+        "Take n <= num_free blocks from the free queue's front, evicting their cached contents."
         out = []
         for _ in range(n):
             _, b = self.free_queue.popitem(last=False)
-            if b.block_hash is not None:                  # its old contents are about to be overwritten
+            if b.block_hash is not None:                  # old contents about to be overwritten
                 if self.cached.get(b.block_hash) is b: del self.cached[b.block_hash]
                 b.block_hash = None
             b.ref_cnt = 1
@@ -50,19 +52,19 @@ class BlockPool:
         return out
 
     def touch(self, blocks):
-        "Take one more reference to each block (a prefix-cache hit); free ones leave the free queue."
+        "One more reference to each block (a prefix-cache hit); free ones leave the free queue."
         for b in blocks:
             if b.ref_cnt == 0: del self.free_queue[b.block_id]
             b.ref_cnt += 1
 
     def free_blocks(self, blocks):
-        "Drop one reference to each block; those no longer used join the back of the free queue, in the given order."
+        "Drop a reference to each block; unused ones join the back of the free queue, in order."
         for b in blocks:
             b.ref_cnt -= 1
             if b.ref_cnt == 0: self.free_queue[b.block_id] = b
 
     def cache_block(self, block: KVCacheBlock, block_hash: bytes):
-        "Record that `block` holds the tokens hashed as `block_hash` (the first block with a given hash wins)."
+        "Record that `block` holds the tokens hashed `block_hash` (the first one to do so wins)."
         if block_hash not in self.cached:
             self.cached[block_hash] = block
             block.block_hash = block_hash
@@ -95,11 +97,12 @@ class KVCacheManager:
     "Per-request block tables over a BlockPool, with automatic prefix caching."
     def __init__(self, num_blocks: int, block_size: int = 16, enable_caching: bool = True):
         if block_size < 1: raise ValueError(f"block_size must be >= 1, got {block_size}")
-        self.pool, self.block_size, self.enable_caching = BlockPool(num_blocks), block_size, enable_caching
+        self.pool, self.block_size = BlockPool(num_blocks), block_size
+        self.enable_caching = enable_caching
         self.req_blocks: dict[str, list[KVCacheBlock]] = {}   # block table of each request
-        self.req_block_ids: dict[str, list[int]] = {}         # the same, as block ids (read every step)
-        self.req_hashes: dict[str, list[bytes]] = {}          # hashes of each request's full blocks so far
-        self.num_cached: dict[str, int] = {}                  # how many of its blocks are in the cache map
+        self.req_block_ids: dict[str, list[int]] = {}         # the same, as ids (read every step)
+        self.req_hashes: dict[str, list[bytes]] = {}          # hashes of its full blocks so far
+        self.num_cached: dict[str, int] = {}                  # how many of its blocks are cached
         self.stats = PrefixCacheStats()
 
     @property
@@ -110,7 +113,7 @@ class KVCacheManager:
     def usage(self) -> float: return 1 - self.pool.num_free / len(self.pool.blocks)
 
     def block_table(self, request_id: str) -> list[int]:
-        "Physical block ids of a request, in logical order (the manager's own list: read it, do not keep it)."
+        "A request's physical block ids in logical order (the manager's list: read, don't keep)."
         return self.req_block_ids.get(request_id, [])
 
 # %% ../nbs/04a_block_pool.ipynb #a12a3f5a
@@ -125,28 +128,30 @@ def _hashes(self: KVCacheManager, request, num_tokens: int) -> list[bytes]:
 
 @patch
 def get_computed_blocks(self: KVCacheManager, request) -> list[KVCacheBlock]:
-    "The cached blocks of the longest prefix of the request's tokens, leaving at least its last token to compute."
+    "The cached blocks of the request's longest prefix; its last token is always left to compute."
     if not self.enable_caching: return []
     hits = []
-    for h in self._hashes(request, len(request.all_token_ids) - 1):   # full blocks within all but the last token
+    for h in self._hashes(request, len(request.all_token_ids) - 1):  # all but the last token
         if (b := self.pool.cached.get(h)) is None: break
         hits.append(b)
     return hits
 
 # %% ../nbs/04a_block_pool.ipynb #8d32ecb9
 @patch
-def allocate_slots(self: KVCacheManager, request, num_new_tokens: int, computed_blocks=()) -> list[KVCacheBlock] | None:
-    """Blocks for num_new_tokens more tokens after the computed ones (and prefix hits); None, changing nothing, if
-    they do not fit."""
+def allocate_slots(self: KVCacheManager, request, num_new_tokens: int,
+                   computed_blocks=()) -> list[KVCacheBlock] | None:
+    """Blocks for num_new_tokens more tokens after the computed ones (and prefix hits); None,
+    changing nothing, if they do not fit."""
     rid, bs = request.request_id, self.block_size
     blocks = self.req_blocks.get(rid, [])
     total = request.num_computed_tokens + len(computed_blocks) * bs + num_new_tokens
     new = []
-    if computed_blocks or not blocks or total > len(blocks) * bs:  # prefix hits, a first allocation, or a block more
-        need = max(cdiv(total, bs) - len(blocks) - len(computed_blocks), 0)   # (a decode step mostly skips all this)
-        reusable_free = sum(b.ref_cnt == 0 for b in computed_blocks)      # hits sitting in the free queue
+    # prefix hits, a first allocation, or a block more (a decode step mostly skips all this)
+    if computed_blocks or not blocks or total > len(blocks) * bs:
+        need = max(cdiv(total, bs) - len(blocks) - len(computed_blocks), 0)
+        reusable_free = sum(b.ref_cnt == 0 for b in computed_blocks)  # hits in the free queue
         if need > self.pool.num_free - reusable_free: return None
-        if not blocks:                                             # a request's first allocation: a cache lookup
+        if not blocks:                                # a request's first allocation: a cache lookup
             self.num_cached[rid] = len(computed_blocks)
             if self.enable_caching:
                 self.stats.queries += len(request.all_token_ids)
@@ -155,8 +160,8 @@ def allocate_slots(self: KVCacheManager, request, num_new_tokens: int, computed_
         new = self.pool.get_new_blocks(need)
         self.req_blocks[rid] = blocks = blocks + list(computed_blocks) + new
         self.req_block_ids[rid] = [b.block_id for b in blocks]
-    full = min(total, len(request.all_token_ids)) // bs             # full blocks whose tokens are known
-    if self.enable_caching and full > self.num_cached[rid]:        # cache the blocks this step fills
+    full = min(total, len(request.all_token_ids)) // bs       # full blocks whose tokens are known
+    if self.enable_caching and full > self.num_cached[rid]:   # cache the blocks this step fills
         hs = self._hashes(request, full * bs)
         for i in range(self.num_cached[rid], full): self.pool.cache_block(blocks[i], hs[i])
         self.num_cached[rid] = full
@@ -166,4 +171,5 @@ def allocate_slots(self: KVCacheManager, request, num_new_tokens: int, computed_
 def free(self: KVCacheManager, request):
     "Give back all the request's blocks, its last block first."
     self.pool.free_blocks(reversed(self.req_blocks.pop(request.request_id, [])))
-    for memo in (self.req_block_ids, self.req_hashes, self.num_cached): memo.pop(request.request_id, None)
+    for memo in (self.req_block_ids, self.req_hashes, self.num_cached):
+        memo.pop(request.request_id, None)

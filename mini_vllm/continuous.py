@@ -15,13 +15,14 @@ from itertools import count
 import torch
 from fastcore.basics import patch
 
-from .decode import Completion, DenseAttention, DenseKVCache, check_dense_params, finish_reason
+from .decode import (Completion, DenseAttention, DenseKVCache, check_dense_params,
+                              finish_reason)
 from .sampling import SamplingParams, SamplingTensors, make_generator, sample
 
 # %% ../nbs/03_continuous_batching.ipynb #73c18de0
 @dataclass
 class DenseRequest:
-    "One request of the continuous batcher: prompt, settings, output so far, and the cache row it holds."
+    "A continuous batcher's request: prompt, settings, output so far, and the cache row it holds."
     request_id: int
     prompt: list[int]
     params: SamplingParams
@@ -35,27 +36,31 @@ class DenseRequest:
 
 # %% ../nbs/03_continuous_batching.ipynb #f53133b8
 class ContinuousBatcher:
-    "FCFS continuous batching; each running request owns one dense cache row of max_model_len slots."
+    "FCFS continuous batching; each running request owns a dense cache row of max_model_len slots."
     def __init__(self, model, max_num_seqs: int = 8, max_model_len: int = 1024):
         cfg, w = model.config, next(model.parameters())
         if not 1 <= max_model_len <= cfg.max_position_embeddings:
-            raise ValueError(f"max_model_len must be in [1, {cfg.max_position_embeddings}], got {max_model_len}")
+            raise ValueError(f"max_model_len must be in [1, {cfg.max_position_embeddings}], "
+                             f"got {max_model_len}")
         if max_num_seqs < 1: raise ValueError(f"max_num_seqs must be >= 1, got {max_num_seqs}")
-        self.model, self.max_num_seqs, self.max_model_len, self.device = model, max_num_seqs, max_model_len, w.device
+        self.model, self.max_num_seqs, self.max_model_len = model, max_num_seqs, max_model_len
+        self.device = w.device
         self.cache = DenseKVCache.allocate(cfg, max_num_seqs, max_model_len, w.dtype, w.device)
         self.free_rows = list(range(max_num_seqs - 1, -1, -1))
         self.waiting, self.running, self.ids = deque(), [], count()
         self.occupancy = []                 # running requests at each step
         self.used_slots = []                # cache slots holding real tokens at each step
 
-    def add_request(self, prompt: list[int], params: SamplingParams = SamplingParams()) -> DenseRequest:
+    def add_request(self, prompt: list[int],
+                    params: SamplingParams = SamplingParams()) -> DenseRequest:
         "Queue a request; it is checked now, so a bad one never reaches a step."
         check_dense_params(params)
         if not prompt: raise ValueError("prompt must have at least one token")
         if len(prompt) + params.max_tokens > self.max_model_len:
             raise ValueError(f"prompt ({len(prompt)} tokens) + max_tokens ({params.max_tokens}) "
                              f"exceeds max_model_len ({self.max_model_len})")
-        req = DenseRequest(next(self.ids), list(prompt), params, generator=make_generator(params.seed, self.device))
+        req = DenseRequest(next(self.ids), list(prompt), params,
+                           generator=make_generator(params.seed, self.device))
         self.waiting.append(req)
         return req
 
@@ -67,28 +72,31 @@ class ContinuousBatcher:
 def _decode(self: ContinuousBatcher, reqs: list[DenseRequest]) -> torch.Tensor:
     "One token for each running request, in one forward pass; returns logits (B, V)."
     dev = self.device
-    tokens = torch.tensor([[r.output[-1]] for r in reqs], device=dev)                  # (B, 1)
-    pos = torch.tensor([[r.num_tokens - 1] for r in reqs], device=dev)                 # (B, 1) = slot
+    tokens = torch.tensor([[r.output[-1]] for r in reqs], device=dev)   # (B, 1)
+    pos = torch.tensor([[r.num_tokens - 1] for r in reqs], device=dev)  # (B, 1) = slot
     rows = torch.tensor([r.row for r in reqs], device=dev)
-    attn = DenseAttention(self.cache, pos, torch.zeros_like(rows), max(r.num_tokens for r in reqs), rows)
+    attn = DenseAttention(self.cache, pos, torch.zeros_like(rows),
+                          max(r.num_tokens for r in reqs), rows)
     return self.model.compute_logits(self.model(tokens, pos, attn)[:, -1])
 
 @patch
 @torch.inference_mode()
 def _prefill(self: ContinuousBatcher, reqs: list[DenseRequest]) -> torch.Tensor:
-    "The prompts of newly admitted requests, right-padded into one forward pass; returns last-token logits (B, V)."
+    "Newly admitted prompts, right-padded, in one forward pass; returns last-token logits (B, V)."
     dev, T = self.device, max(len(r.prompt) for r in reqs)
     ids = torch.tensor([r.prompt + [0] * (T - len(r.prompt)) for r in reqs], device=dev)   # (B, T)
-    pos = torch.arange(T, device=dev).expand(len(reqs), T)                                 # (B, T) = slot
+    pos = torch.arange(T, device=dev).expand(len(reqs), T)                 # (B, T) = slot
     rows = torch.tensor([r.row for r in reqs], device=dev)
-    h = self.model(ids, pos, DenseAttention(self.cache, pos, torch.zeros_like(rows), T, rows))   # (B, T, C)
+    attn = DenseAttention(self.cache, pos, torch.zeros_like(rows), T, rows)
+    h = self.model(ids, pos, attn)                                         # (B, T, C)
     last = torch.tensor([len(r.prompt) - 1 for r in reqs], device=dev)
     return self.model.compute_logits(h[torch.arange(len(reqs), device=dev), last])
 
 @patch
 def _sample(self: ContinuousBatcher, reqs: list[DenseRequest], logits: torch.Tensor):
     "Append one sampled token to each request and record whether it finished."
-    st = SamplingTensors.from_params([r.params for r in reqs], [r.generator for r in reqs], self.device)
+    st = SamplingTensors.from_params([r.params for r in reqs], [r.generator for r in reqs],
+                                     self.device)
     for r, t in zip(reqs, sample(logits, st).tolist()):
         r.output.append(t)
         r.finish_reason = finish_reason(r.params, r.output, self.model.config.eos_token_ids)
@@ -96,7 +104,7 @@ def _sample(self: ContinuousBatcher, reqs: list[DenseRequest], logits: torch.Ten
 # %% ../nbs/03_continuous_batching.ipynb #6b52e9a8
 @patch
 def step(self: ContinuousBatcher) -> list[DenseRequest]:
-    "Admit waiting requests into free rows, run one token for every request, retire the finished ones."
+    "Admit waiting requests into free rows, run one token for each request, retire finished ones."
     admitted = []
     while self.waiting and self.free_rows:                       # FCFS: the oldest request first
         req = self.waiting.popleft()

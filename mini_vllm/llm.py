@@ -15,11 +15,12 @@ from dataclasses import dataclass, replace
 import torch
 
 from .block_pool import KVCacheManager
-from .build import (EngineConfig, auto_num_blocks, load_engine_model, make_engine_core, make_runner,
-                             resolve_config, weight_bytes)
+from .build import (EngineConfig, auto_num_blocks, load_engine_model, make_engine_core,
+                             make_runner, resolve_config, weight_bytes)
 from .loading import load_tokenizer
 from .model_runner import EngineDeadError, StepResult
-from .outputs import CompletionOutput, EngineOutput, OutputProcessor, RequestOutput  # noqa: F401
+from .outputs import (CompletionOutput, EngineOutput, OutputProcessor,  # noqa: F401
+                               RequestOutput)
 from .paged_attention import PagedKVCache
 from .sampling import ParamError, SamplingParams, make_generator
 from .scheduler import Request, RequestStatus, Scheduler, SchedulerOutput
@@ -39,10 +40,11 @@ class EngineRequest:
     params: SamplingParams
 
     def samples(self, request_id: str) -> list[tuple[str, SamplingParams]]:
-        "The requests that run its samples, (id, settings): itself, or for n > 1, n of one sample each."
+        "Its samples' requests, (id, settings): itself, or for n > 1, n of one sample each."
         p = self.params
         if p.n == 1: return [(request_id, p)]
-        return [(f"{request_id}#{i}", replace(p, n=1, seed=_child_seed(p.seed, i))) for i in range(p.n)]
+        return [(f"{request_id}#{i}", replace(p, n=1, seed=_child_seed(p.seed, i)))
+                for i in range(p.n)]
 
 # %% ../nbs/04e_llm.ipynb #6fda6f75
 class InputProcessor:
@@ -50,21 +52,23 @@ class InputProcessor:
     def __init__(self, tokenizer, vocab_size: int, max_model_len: int):
         self.tokenizer, self.vocab_size, self.max_model_len = tokenizer, vocab_size, max_model_len
         longest = max(map(len, tokenizer.get_vocab()), default=1) if tokenizer is not None else 1
-        self.max_chars = max_model_len * longest         # no longer text fits in max_model_len tokens
+        self.max_chars = max_model_len * longest  # no longer text fits in max_model_len tokens
 
     def process(self, prompt, params: SamplingParams | None = None,
                 add_special_tokens: bool = True) -> EngineRequest:
         "Tokenize and check a prompt and a copy of its params."
         params = SamplingParams() if params is None else params
         if not isinstance(params, SamplingParams):
-            raise ValueError(f"sampling params must be a SamplingParams, got {type(params).__name__}")
+            raise ValueError("sampling params must be a SamplingParams, "
+                             f"got {type(params).__name__}")
         params = replace(params)                                  # a checked copy of the caller's
         params.check_vocab(self.vocab_size)
         text, ids = self._tokenize(prompt, add_special_tokens)
         if not ids: raise ParamError("prompt", "prompt is empty: it must have at least one token")
         if len(ids) >= self.max_model_len:
             raise ParamError("prompt", f"prompt has {len(ids)} tokens, but max_model_len is "
-                                       f"{self.max_model_len}: it must be shorter to leave room for output")
+                                       f"{self.max_model_len}: it must be shorter to leave room "
+                                       "for output")
         return EngineRequest(text, ids, params)
 
     def _tokenize(self, prompt, add_special_tokens: bool) -> tuple[str | None, list[int]]:
@@ -76,11 +80,13 @@ class InputProcessor:
             if len(prompt) > self.max_chars:
                 raise ParamError("prompt", f"prompt has {len(prompt)} characters: more than "
                                            f"max_model_len ({self.max_model_len}) tokens can hold")
-            return prompt, self.tokenizer(prompt, add_special_tokens=add_special_tokens)["input_ids"]
+            ids = self.tokenizer(prompt, add_special_tokens=add_special_tokens)["input_ids"]
+            return prompt, ids
         V = self.vocab_size
         is_ids = isinstance(prompt, (list, tuple)) and not any(type(t) is bool for t in prompt[:1])
-        try: ids = array("q", prompt) if is_ids else None         # checks every id is an integer, in C
-        except OverflowError: raise ParamError("prompt", f"prompt token ids must lie in [0, {V})") from None
+        try: ids = array("q", prompt) if is_ids else None  # checks every id is an integer, in C
+        except OverflowError:
+            raise ParamError("prompt", f"prompt token ids must lie in [0, {V})") from None
         except TypeError: ids = None
         if ids is None:
             raise ParamError("prompt", f"a prompt must be a string or a list of token ids, got "
@@ -92,25 +98,29 @@ class InputProcessor:
 
 # %% ../nbs/04e_llm.ipynb #dd6b4c31
 class EngineCore:
-    "The scheduler and the model runner, stepped: requests in as token ids, each step's new tokens out."
-    scheduler_cls, request_cls = Scheduler, Request     # a core with a loop of its own may change them
+    "Scheduler and model runner, stepped: requests in as token ids, each step's new tokens out."
+    scheduler_cls, request_cls = Scheduler, Request  # a core with a loop of its own may change them
     def __init__(self, config: EngineConfig):
         c = self.config = config
-        torch.manual_seed(c.seed)                       # the requests without a seed sample from this
+        torch.manual_seed(c.seed)                       # requests without a seed sample from this
         self.model, self.tp = load_engine_model(c)
         try:
             mc, self.device = self.model.config, next(self.model.parameters()).device
             if c.max_model_len is not None and c.max_model_len > mc.max_position_embeddings:
-                raise ParamError("max_model_len", f"max_model_len ({c.max_model_len}) exceeds the model's "
-                                                  f"max_position_embeddings ({mc.max_position_embeddings})")
+                raise ParamError("max_model_len",
+                                 f"max_model_len ({c.max_model_len}) exceeds the model's "
+                                 f"max_position_embeddings ({mc.max_position_embeddings})")
             blocks = c.num_kv_blocks or auto_num_blocks(c, self.model, self.device)
-            self.max_model_len = c.max_model_len or min(mc.max_position_embeddings, blocks * c.block_size)
+            self.max_model_len = (c.max_model_len
+                                  or min(mc.max_position_embeddings, blocks * c.block_size))
             self.kv = KVCacheManager(blocks, c.block_size, c.enable_prefix_caching)
             dtype = next(self.model.parameters()).dtype
-            self.cache = PagedKVCache.allocate(mc, blocks + 1, c.block_size, dtype, self.device)  # + scratch
+            # blocks + 1: one scratch block
+            self.cache = PagedKVCache.allocate(mc, blocks + 1, c.block_size, dtype, self.device)
             self.scheduler = self.scheduler_cls(self.kv, c.max_num_seqs, c.max_num_batched_tokens,
                                                 self.max_model_len)
-            self.runner = make_runner(c, self.model, self.cache, self.kv, self.tp, self.max_model_len)
+            self.runner = make_runner(c, self.model, self.cache, self.kv, self.tp,
+                                      self.max_model_len)
         except BaseException:
             self.shutdown()                             # a failed start leaves no process behind
             raise
@@ -120,7 +130,8 @@ class EngineCore:
         "Queue one request (one sample of a prompt), as the input processor checked it."
         gen = make_generator(params.seed, self.device)
         eos = self.model.config.eos_token_ids
-        self.scheduler.add_request(self.request_cls(request_id, prompt_token_ids, params, eos, generator=gen))
+        self.scheduler.add_request(self.request_cls(request_id, prompt_token_ids, params, eos,
+                                                    generator=gen))
 
     def step(self) -> list[EngineOutput]:
         "Schedule, run and record one step: what each request got (and the ends of failed ones)."
@@ -132,12 +143,13 @@ class EngineCore:
     def _record(self, out: SchedulerOutput, result: StepResult) -> list[EngineOutput]:
         "Hand a step's tokens to the scheduler; an EngineOutput for each request that got any."
         lps = result.logprobs
-        return [EngineOutput(r.request_id, kept, [lps[r.request_id]] if r.request_id in lps else None,
+        return [EngineOutput(r.request_id, kept,
+                             [lps[r.request_id]] if r.request_id in lps else None,
                              r.finish_reason, r.stop_reason)
                 for r, kept in self.scheduler.update(out, result.tokens)]
 
     def finish(self, ends: list[tuple]):
-        "End requests from outside, each (request id, reason, stop reason): an abort, a stop string, an error."
+        "End requests from outside (abort, stop string, error), each (request id, reason, stop)."
         for rid, reason, stop in ends:
             if (r := self.scheduler.requests.get(rid)) is not None:
                 self.scheduler.finish(r, RequestStatus(reason), stop)
@@ -154,20 +166,23 @@ class EngineCore:
         if self.tp is not None: self.tp.shutdown()
 
     def stats(self) -> dict:
-        "Counters and gauges: preemptions, prefix-cache hit rate, KV blocks, weight bytes, queue sizes."
-        s, kv = self.kv.stats, self.kv
-        return dict(num_preemptions=self.scheduler.num_preemptions, prefix_cache_queries=s.queries,
-                    prefix_cache_hits=s.hits, prefix_cache_hit_rate=s.hit_rate, kv_blocks_total=kv.num_blocks,
-                    kv_blocks_free=kv.num_free_blocks, kv_cache_usage=kv.usage, kv_cache_bytes=self.cache.nbytes,
-                    block_size=kv.block_size, max_model_len=self.max_model_len, weight_bytes=self.weight_bytes,
-                    num_running=len(self.scheduler.running), num_waiting=len(self.scheduler.waiting))
+        "Counters and gauges: preemptions, prefix-cache hits, KV blocks, weight bytes, queue sizes."
+        s, kv, sc = self.kv.stats, self.kv, self.scheduler
+        return dict(num_preemptions=sc.num_preemptions, prefix_cache_queries=s.queries,
+                    prefix_cache_hits=s.hits, prefix_cache_hit_rate=s.hit_rate,
+                    kv_blocks_total=kv.num_blocks, kv_blocks_free=kv.num_free_blocks,
+                    kv_cache_usage=kv.usage, kv_cache_bytes=self.cache.nbytes,
+                    block_size=kv.block_size, max_model_len=self.max_model_len,
+                    weight_bytes=self.weight_bytes, num_running=len(sc.running),
+                    num_waiting=len(sc.waiting))
 
-    def _execute(self, out: SchedulerOutput) -> tuple[SchedulerOutput, StepResult, list[EngineOutput]]:
-        "Run the step; if it raises, end only the requests that raise alone. What ran, its result, their ends."
+    def _execute(self, out: SchedulerOutput,
+                 ) -> tuple[SchedulerOutput, StepResult, list[EngineOutput]]:
+        "Run the step; if it raises, end only requests that raise alone: (what ran, result, ends)."
         try: return out, self.runner.execute(out), []
-        except EngineDeadError: raise                                   # nothing to retry
+        except EngineDeadError: raise                           # nothing to retry
         except Exception as e: error = e
-        except BaseException:                                           # Ctrl-C: blocks may be half written
+        except BaseException:                                   # Ctrl-C: blocks may be half written
             self.reset_prefix_cache()
             raise
         log.warning("a step of %d requests raised %s: %s; looking for the requests at fault",
@@ -181,7 +196,7 @@ class EngineCore:
             self.scheduler.finish(r, RequestStatus.FINISHED_ERROR)
             why = f"engine step failed ({type(e).__name__}: {e})"
             ends.append(EngineOutput(r.request_id, [], finish_reason="error", error=why))
-        self.reset_prefix_cache()                                       # cached blocks may be unwritten
+        self.reset_prefix_cache()                               # cached blocks may be unwritten
         keep, result = _keep_survivors(self.scheduler, self.kv, done, bad_blocks)
         return keep, result, ends
 
@@ -192,7 +207,7 @@ def _subset(out: SchedulerOutput, reqs: list[Request]) -> SchedulerOutput:
     return SchedulerOutput(list(reqs), [n[r] for r in reqs])
 
 def _find_failures(runner, out: SchedulerOutput, error: Exception) -> tuple[list, dict]:
-    "Halve a step that raised `error` until each request that raises alone is found: (parts run, {request: error})."
+    "Bisect a step that raised `error` to the requests raising alone: (parts run, {req: error})."
     done, failed, todo = [], {}, [out.requests]
     while todo:
         reqs = todo.pop(0)
@@ -225,18 +240,19 @@ def _keep_survivors(scheduler: Scheduler, kv: KVCacheManager, done: list,
 
 # %% ../nbs/04e_llm.ipynb #fcec82b1
 class EngineClient:
-    """What a caller needs of an engine, whose core runs in this process (`LLMEngine`) or in another: prompts
-    in, `RequestOutput`s out. A subclass moves requests and outputs to and from its core."""
+    """What a caller needs of an engine whose core runs here (`LLMEngine`) or in another process:
+    prompts in, `RequestOutput`s out. A subclass moves requests and outputs to and from its core."""
     tokenizer = input_processor = output_processor = None
     max_model_len: int
     max_num_seqs: int
-    dead: str | None = None                             # why the engine cannot go on, once it cannot
+    dead: str | None = None                         # why the engine cannot go on, once it cannot
 
-    def add_request(self, prompt, params: SamplingParams | None = None, request_id: str | None = None,
-                    stream: bool = False) -> str:
-        """Check and queue a prompt (or an `EngineRequest`, checked already); its id. `stream`: an output of what
-        is new at every step, instead of one at the end."""
-        req = prompt if isinstance(prompt, EngineRequest) else self.input_processor.process(prompt, params)
+    def add_request(self, prompt, params: SamplingParams | None = None,
+                    request_id: str | None = None, stream: bool = False) -> str:
+        """Check and queue a prompt (or an `EngineRequest`, checked already); its id. `stream`: an
+        output of what is new at every step, instead of one at the end."""
+        req = (prompt if isinstance(prompt, EngineRequest)
+               else self.input_processor.process(prompt, params))
         rid = self._new_id() if request_id is None else request_id
         samples = req.samples(rid)
         self.output_processor.add_request(rid, req.prompt, req.prompt_token_ids, req.params,
@@ -264,7 +280,7 @@ class EngineClient:
         return self.output_processor.end(request_id, reason, error)
 
     def fail_running(self, error: str) -> list[RequestOutput]:
-        "Fail every prompt with a request in the batch (a step raised, no request to blame); forget the cache."
+        "Fail each prompt with a request in the batch (a step raised, none to blame); drop cache."
         prompts = {self.output_processor.requests[rid][0].request_id for rid in self._running_ids()
                    if rid in self.output_processor.requests}
         outs = [o for p in prompts if (o := self.fail_request(p, error)) is not None]
@@ -275,7 +291,7 @@ class EngineClient:
 
 # %% ../nbs/04e_llm.ipynb #27debddd
 class LLMEngine(EngineClient):
-    "The engine in this process: input processor, engine core and output processor, stepped by the caller."
+    "The in-process engine: input processor, engine core, output processor; the caller steps it."
     def __init__(self, model=None, **engine_args):
         c = model if isinstance(model, EngineConfig) else EngineConfig(model, **engine_args)
         self.config = c = resolve_config(c)
@@ -299,7 +315,7 @@ class LLMEngine(EngineClient):
     def _running_ids(self) -> list[str]: return self.core.running_ids()
 
     def reset_prefix_cache(self):
-        "Forget every cached prompt block: later prompts compute all their tokens (a timed run that starts cold)."
+        "Forget all cached prompt blocks: later prompts compute all their tokens (a cold run)."
         self.core.reset_prefix_cache()
     def shutdown(self): self.core.shutdown()
     def stats(self) -> dict: return self.core.stats()
@@ -314,14 +330,15 @@ class LLMEngine(EngineClient):
 def _as_prompt_list(prompts) -> list:
     "One prompt or a list of prompts, as a list."
     if isinstance(prompts, (str, dict)): return [prompts]
-    if isinstance(prompts, (list, tuple)) and prompts and isinstance(prompts[0], int): return [list(prompts)]
+    if isinstance(prompts, (list, tuple)) and prompts and isinstance(prompts[0], int):
+        return [list(prompts)]
     return list(prompts)
 
 class LLM:
     "vLLM's offline API on the mini_vllm engine."
     def __init__(self, model=None, **engine_args):
         self.llm_engine = LLMEngine(model, **engine_args)
-        self.lock, self.owner = threading.Lock(), None              # one generate() at a time, and whose
+        self.lock, self.owner = threading.Lock(), None  # one generate() at a time, and whose
     def get_tokenizer(self): return self.llm_engine.tokenizer
     def stats(self) -> dict: return self.llm_engine.stats()
     def shutdown(self): self.llm_engine.shutdown()
@@ -332,12 +349,13 @@ class LLM:
     def generate(self, prompts, sampling_params=None, use_tqdm: bool = True) -> list[RequestOutput]:
         "Generate for every prompt; outputs in prompt order. A second caller waits for the first."
         prompts = _as_prompt_list(prompts)
-        params = sampling_params if isinstance(sampling_params, (list, tuple)) else [sampling_params] * len(prompts)
+        params = (sampling_params if isinstance(sampling_params, (list, tuple))
+                  else [sampling_params] * len(prompts))
         if len(params) != len(prompts):
             raise ValueError(f"got {len(params)} sampling_params for {len(prompts)} prompts")
         if self.owner == threading.get_ident():
-            raise RuntimeError("LLM.generate was called from inside generate (a callback?): it would wait for "
-                               "itself forever")
+            raise RuntimeError("LLM.generate was called from inside generate (a callback?): "
+                               "it would wait for itself forever")
         with self.lock:
             self.owner, ids = threading.get_ident(), []
             try:
@@ -345,7 +363,7 @@ class LLM:
                 return self._run(ids, use_tqdm)
             finally:
                 self.owner = None
-                for rid in ids: self.llm_engine.abort_request(rid)       # a no-op for finished prompts
+                for rid in ids: self.llm_engine.abort_request(rid)  # a no-op for finished prompts
 
     def _run(self, ids: list[str], use_tqdm: bool) -> list[RequestOutput]:
         "Step the engine until the prompts `ids` have finished."
@@ -359,5 +377,6 @@ class LLM:
                         done[o.request_id] = o
                         n_out += sum(len(c.token_ids) for c in o.outputs)
                         bar.update()
-                        bar.set_postfix_str(f"output {n_out / (time.perf_counter() - t0):.1f} tok/s", refresh=False)
+                        rate = n_out / (time.perf_counter() - t0)
+                        bar.set_postfix_str(f"output {rate:.1f} tok/s", refresh=False)
         return [done[i] for i in ids]

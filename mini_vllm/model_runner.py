@@ -32,21 +32,23 @@ class StepInputs:
 # %% ../nbs/04d_model_runner.ipynb #ffaedc7a
 @dataclass
 class StepResult:
-    "Tokens sampled in a step (a list per request), and log-probabilities for the requests that asked."
+    "A step's sampled tokens (a list per request) and logprobs for the requests that asked."
     tokens: dict[str, list[int]]
-    logprobs: dict[str, dict[int, float]]   # request id -> {token id: logprob}, the sampled token's included
+    logprobs: dict[str, dict[int, float]]   # request id -> {token id: logprob}, the sampled one too
 
 class EngineDeadError(RuntimeError):
     "The engine cannot go on (a lost device or rank): never blamed on one request, never retried."
 
 def needs_host(r: Request) -> bool:
-    "Whether a request's logits need the host this step: log-probabilities to read, or stop tokens to mask."
+    "Whether a request's logits need the host this step: logprobs to read or stop tokens to mask."
     p = r.sampling_params
-    return p.logprobs is not None or bool(r.stop_ids) and r.num_tokens - r.num_prompt_tokens < p.min_tokens
+    return (p.logprobs is not None
+            or bool(r.stop_ids) and r.num_tokens - r.num_prompt_tokens < p.min_tokens)
 
 def _host_work(logits: torch.Tensor, reqs: list[Request], rows: list[int]) -> torch.Tensor | None:
-    "Mask the stop tokens of `rows` under min_tokens; the raw logits, kept for log-probabilities, if asked."
-    raw = logits.clone() if any(reqs[i].sampling_params.logprobs is not None for i in rows) else None
+    "Mask stop tokens of `rows` under min_tokens; the raw logits, kept for logprobs, if any asked."
+    asked = any(reqs[i].sampling_params.logprobs is not None for i in rows)
+    raw = logits.clone() if asked else None
     for i in rows:
         r = reqs[i]
         if r.stop_ids and r.num_tokens - r.num_prompt_tokens < r.sampling_params.min_tokens:
@@ -81,7 +83,7 @@ def _wait(host: torch.Tensor, done) -> torch.Tensor:
 
 @dataclass(eq=False)
 class LaunchedStep:
-    "A step queued on the device: who samples, their tokens (on the device and on their way to the host)."
+    "A queued step: who samples and their tokens, on the device and on their way to the host."
     sampling: list[Request]                   # the requests that sample, in the order of `tokens`
     tokens: torch.Tensor | None               # (S,) on the device; None when none samples
     copy: tuple | None                        # (host tensor, event) of their copy to the host
@@ -91,9 +93,10 @@ class LaunchedStep:
 # %% ../nbs/04d_model_runner.ipynb #c2a885c7
 class ModelRunner:
     "Runs a SchedulerOutput as one forward pass over the paged cache and samples the new tokens."
-    def __init__(self, model, cache: PagedKVCache, kv: KVCacheManager, attention=TorchPagedAttention):
+    def __init__(self, model, cache: PagedKVCache, kv: KVCacheManager,
+                 attention=TorchPagedAttention):
         self.model, self.cache, self.kv = model, cache, kv
-        self.attn_cls = attention                       # the paged attention: 04c's, or a faster one
+        self.attn_cls = attention                       # paged attention: 04c's, or a faster one
         self.device = next(model.parameters()).device
 
     def prepare(self, out: SchedulerOutput) -> StepInputs:
@@ -105,17 +108,20 @@ class ModelRunner:
             seq_lens.append(req.num_computed_tokens + n)
             tables.append(self.kv.block_table(req.request_id))
             if samples(req, n): rows.append(i)
-        meta = AttentionMetadata.build(query_lens, seq_lens, tables, self.kv.block_size, self.device)
-        ends = list(accumulate(query_lens))             # a request's last new token is at ends[i] - 1
+        meta = AttentionMetadata.build(query_lens, seq_lens, tables, self.kv.block_size,
+                                       self.device)
+        ends = list(accumulate(query_lens))             # request i's last new token: ends[i] - 1
         sampling = [out.requests[i] for i in rows]
         st = self.sampling_tensors(sampling) if sampling else None
         return StepInputs(to_device(ids, self.device, torch.long), meta,
-                          to_device([ends[i] - 1 for i in rows], self.device, torch.long), sampling, st)
+                          to_device([ends[i] - 1 for i in rows], self.device, torch.long),
+                          sampling, st)
 
     def sampling_tensors(self, reqs: list[Request]) -> SamplingTensors:
         "The requests' sampling settings (and, for penalties, their tokens so far) on the device."
-        return SamplingTensors.from_params([r.sampling_params for r in reqs], [r.generator for r in reqs],
-                                           self.device, reqs, self.model.config.vocab_size)
+        return SamplingTensors.from_params([r.sampling_params for r in reqs],
+                                           [r.generator for r in reqs], self.device, reqs,
+                                           self.model.config.vocab_size)
 
     def logits(self, input_ids: torch.Tensor, meta: AttentionMetadata, rows: torch.Tensor):
         "One forward pass over a step's tokens; the fp32 logits at `rows`."
@@ -138,7 +144,7 @@ class ModelRunner:
 
     @torch.inference_mode()
     def launch(self, x: StepInputs) -> LaunchedStep:
-        "Queue a prepared step on the device, and its tokens' copy to the host; return without waiting."
+        "Queue a prepared step, and its tokens' copy to the host, on the device; do not wait."
         tokens, logprobs = self.forward_sample(x)
         copy = _to_host(tokens) if tokens is not None else None
         return LaunchedStep(x.sampling, tokens, copy, x.st, logprobs)

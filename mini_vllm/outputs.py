@@ -17,10 +17,10 @@ from .sampling import SamplingParams
 
 # %% ../nbs/04e1_outputs.ipynb #57f59d85
 class EngineOutput(NamedTuple):
-    "What one request got in a step: its new tokens (and their log-probabilities), how it ended if it did."
+    "What a request got in a step: its new tokens (and their logprobs), how it ended if it did."
     request_id: str
     new_token_ids: list[int]
-    new_logprobs: list[dict[int, float]] | None = None   # one {token id: logprob} per new token, if asked
+    new_logprobs: list[dict[int, float]] | None = None  # {token id: logprob} per new token if asked
     finish_reason: str | None = None        # "stop", "length", "abort", "error"; None while it runs
     stop_reason: int | str | None = None    # the stop token id that ended it
     error: str | None = None                # why the engine failed it (finish_reason "error")
@@ -32,7 +32,7 @@ class CompletionOutput:
     text: str
     token_ids: list[int]
     cumulative_logprob: float | None = None
-    logprobs: list[dict[int, float]] | None = None   # per token: {token id: logprob}, when asked for
+    logprobs: list[dict[int, float]] | None = None   # per token: {token id: logprob}, if asked
     finish_reason: str | None = None     # "stop", "length", "abort", "error", or None while running
     stop_reason: int | str | None = None # the stop string or stop token id that ended it
 
@@ -51,7 +51,7 @@ class IncrementalDetokenizer:
     "The text of a growing list of output tokens; never splits a multi-byte character."
     def __init__(self, tokenizer, prompt_ids: list[int], context: int = 6):
         self.tok, self.ids = tokenizer, list(prompt_ids[-context:])
-        self.start = self.read_offset = len(self.ids)      # the context ends where the output begins
+        self.start = self.read_offset = len(self.ids)  # the context ends where the output begins
         self.prefix_offset, self.text = 0, ""
 
     @property
@@ -73,7 +73,7 @@ class StreamDetokenizer(IncrementalDetokenizer):
     "The same text from the tokenizers library's own incremental decoder: one call per token."
     def __init__(self, tokenizer, prompt_ids: list[int], context: int = 6):
         super().__init__(tokenizer, prompt_ids, context)
-        self.backend, self.held = tokenizer.backend_tokenizer, False           # held: text of a partial character
+        self.backend, self.held = tokenizer.backend_tokenizer, False  # held: a partial character
         self.stream = _decode_stream()(ids=self.ids[:self.start], skip_special_tokens=True)
 
     def update(self, new_ids: list[int], final: bool = False) -> str:
@@ -81,8 +81,8 @@ class StreamDetokenizer(IncrementalDetokenizer):
         pieces = [self.stream.step(self.backend, t) for t in new_ids]
         if pieces: self.held = pieces[-1] is None
         delta = "".join(p for p in pieces if p)
-        if final and self.held:                                               # ends inside a character: as a
-            context = len(self._decode(self.ids[:self.start]))                # whole decode would end it
+        if final and self.held:   # ends inside a character: as a whole decode would end it
+            context = len(self._decode(self.ids[:self.start]))
             delta = self._decode(self.ids)[context + len(self.text):]
             self.held = False
         self.text += delta
@@ -91,7 +91,7 @@ class StreamDetokenizer(IncrementalDetokenizer):
 
 @functools.cache
 def _decode_stream():
-    "The tokenizers library's DecodeStream, or None where it is missing or too old to take prompt ids."
+    "The tokenizers library's DecodeStream, or None if missing or too old to take prompt ids."
     try:
         from tokenizers.decoders import DecodeStream
         DecodeStream(ids=[], skip_special_tokens=True)
@@ -106,10 +106,9 @@ def detokenizer(tokenizer, prompt_ids: list[int]) -> IncrementalDetokenizer:
             and not getattr(tokenizer, "clean_up_tokenization_spaces", False))
     return (StreamDetokenizer if fast else IncrementalDetokenizer)(tokenizer, prompt_ids)
 
-
 # %% ../nbs/04e1_outputs.ipynb #o2b3c4d5
 class RequestState:
-    "One request (one sample of a prompt) as its caller sees it: tokens, text, log-probabilities so far."
+    "One request (a sample of a prompt) as its caller sees it: tokens, text, logprobs so far."
     def __init__(self, index: int, prompt_ids: list[int], params: SamplingParams, tokenizer):
         self.index, self.params = index, params
         self.detok = detokenizer(tokenizer, prompt_ids) if tokenizer is not None else None
@@ -117,23 +116,24 @@ class RequestState:
         self.logprobs = [] if params.logprobs is not None else None
         self.cumulative_logprob = 0.0 if params.logprobs is not None else None
         self.finish_reason = self.stop_reason = None
-        self.hold = max(map(len, params.stop)) - 1 if params.stop else 0   # held back from a stream
-        self.sent_text = self.sent_tokens = 0                              # what a stream has been given
+        self.hold = max(map(len, params.stop)) - 1 if params.stop else 0  # held back from a stream
+        self.sent_text = self.sent_tokens = 0                             # what a stream was given
         self.sent_finish = False
 
     def update(self, o: EngineOutput, stream: bool) -> str | None:
-        "Take a step's output; the stop string the text now reaches, if any (the text is cut before it)."
+        "Take a step's output; the stop string the text now reaches, if any (cut before it)."
         self.token_ids += o.new_token_ids
         if o.new_logprobs is not None and self.logprobs is not None:
             self.logprobs += o.new_logprobs
             self.cumulative_logprob += sum(lp[t] for lp, t in zip(o.new_logprobs, o.new_token_ids))
-        if o.finish_reason is not None: self.finish_reason, self.stop_reason = o.finish_reason, o.stop_reason
-        if self.detok is None or not (stream or self.params.stop): return None   # decoded when wanted
+        if o.finish_reason is not None:
+            self.finish_reason, self.stop_reason = o.finish_reason, o.stop_reason
+        if self.detok is None or not (stream or self.params.stop): return None  # decoded on demand
         delta = self.detok.update(o.new_token_ids, final=o.finish_reason is not None)
         return self._check_stop(delta)
 
     def _check_stop(self, delta: str) -> str | None:
-        "The first stop string in the text that just grew (once min_tokens are out); cut the text there."
+        "The first stop string in the grown text (once min_tokens are out); the text is cut there."
         stops = self.params.stop
         if not stops or not delta or len(self.token_ids) < self.params.min_tokens: return None
         text, grown = self.detok.text, len(self.detok.text) - len(delta)
@@ -148,25 +148,28 @@ class RequestState:
     @property
     def has_news(self) -> bool:
         "Whether a stream has something to be given: tokens, or its end."
-        return len(self.token_ids) > self.sent_tokens or self.finish_reason is not None and not self.sent_finish
+        return (len(self.token_ids) > self.sent_tokens
+                or self.finish_reason is not None and not self.sent_finish)
 
     def delta(self) -> CompletionOutput:
         "What is new since the last delta; text that may still begin a stop string is held back."
         done = self.finish_reason is not None
         end = len(self.text) if done else max(len(self.text) - self.hold, self.sent_text)
         k = self.sent_tokens
+        lps = None if self.logprobs is None else self.logprobs[k:]
         out = CompletionOutput(self.index, self.text[self.sent_text:end], self.token_ids[k:],
-                               self.cumulative_logprob, None if self.logprobs is None else self.logprobs[k:],
-                               self.finish_reason, self.stop_reason)
+                               self.cumulative_logprob, lps, self.finish_reason, self.stop_reason)
         self.sent_text, self.sent_tokens, self.sent_finish = end, len(self.token_ids), done
         return out
 
     def whole(self) -> CompletionOutput:
         "Everything so far: its text decoded now if it has not been yet."
         if self.detok is not None and self.detok.num_tokens < len(self.token_ids):
-            self.detok.update(self.token_ids[self.detok.num_tokens:], final=self.finish_reason is not None)
-        return CompletionOutput(self.index, self.text, list(self.token_ids), self.cumulative_logprob,
-                                self.logprobs, self.finish_reason, self.stop_reason)
+            self.detok.update(self.token_ids[self.detok.num_tokens:],
+                              final=self.finish_reason is not None)
+        return CompletionOutput(self.index, self.text, list(self.token_ids),
+                                self.cumulative_logprob, self.logprobs, self.finish_reason,
+                                self.stop_reason)
 
 @dataclass(eq=False)
 class PromptState:
@@ -178,38 +181,41 @@ class PromptState:
     sample_ids: list[str]              # the requests that run them
     stream: bool = False
     error: str | None = None           # set when the engine failed the prompt
-    reported: int = 0                  # tokens (all samples) a stream had been given at its last output
+    reported: int = 0                  # tokens (all samples) a stream had at its last output
 
     @property
     def finished(self) -> bool: return all(s.finish_reason is not None for s in self.samples)
 
 # %% ../nbs/04e1_outputs.ipynb #o3c4d5e6
 class OutputProcessor:
-    "Each prompt's text, stop strings, samples and log-probabilities, as the `RequestOutput`s its caller sees."
+    "Each prompt's text, stop strings, samples, logprobs: the `RequestOutput`s its caller sees."
     def __init__(self, tokenizer, stream_interval: int = 1):
         self.tokenizer, self.stream_interval = tokenizer, stream_interval
-        self.prompts: dict[str, PromptState] = {}                      # request id -> its prompt
-        self.requests: dict[str, tuple[PromptState, RequestState]] = {}   # sample's id -> (prompt, state)
+        self.prompts: dict[str, PromptState] = {}                        # request id -> its prompt
+        self.requests: dict[str, tuple[PromptState, RequestState]] = {}  # sample -> (prompt, state)
 
     def add_request(self, request_id: str, prompt: str | None, prompt_ids: list[int],
                     params: SamplingParams, sample_ids: list[str], stream: bool = False):
-        "Follow a prompt whose samples run as the requests `sample_ids`; `stream` gives what is new at each step."
-        if request_id in self.prompts: raise ValueError(f"request_id {request_id!r} is already in use")
-        samples = [RequestState(i, prompt_ids, params, self.tokenizer) for i in range(len(sample_ids))]
+        "Follow a prompt whose samples are requests `sample_ids`; a `stream` gets each step's news."
+        if request_id in self.prompts:
+            raise ValueError(f"request_id {request_id!r} is already in use")
+        samples = [RequestState(i, prompt_ids, params, self.tokenizer)
+                   for i in range(len(sample_ids))]
         p = PromptState(request_id, prompt, prompt_ids, samples, list(sample_ids), stream)
         self.prompts[request_id] = p
         for rid, s in zip(sample_ids, samples): self.requests[rid] = (p, s)
 
     def process(self, outputs: list[EngineOutput]) -> tuple[list[RequestOutput], list[tuple]]:
-        """A step's engine outputs in; out, what callers are due (`RequestOutput`s), and the requests the engine
-        must end, each (request id, reason, stop string): those whose text reached a stop string, and the other
-        samples of a prompt the engine failed."""
+        """A step's engine outputs in; out, what callers are due (`RequestOutput`s), and the
+        requests the engine must end, each (request id, reason, stop string): those whose text
+        reached a stop string, and the other samples of a prompt the engine failed."""
         moved, ends = {}, []
         for o in outputs:
             if (entry := self.requests.get(o.request_id)) is None: continue    # aborted meanwhile
             p, s = entry
-            if s.finish_reason is not None: continue           # its stop string ended it: later tokens go
-            if (stop := s.update(o, p.stream)) is not None: ends.append((o.request_id, "stop", stop))
+            if s.finish_reason is not None: continue  # ended by its stop string: drop later tokens
+            if (stop := s.update(o, p.stream)) is not None:
+                ends.append((o.request_id, "stop", stop))
             if o.error is not None:                            # the prompt fails with it
                 p.error = o.error
                 for rid, other in zip(p.sample_ids, p.samples):
@@ -221,12 +227,13 @@ class OutputProcessor:
 
     def _output(self, p: PromptState) -> RequestOutput | None:
         "What the caller of `p` is due now, if anything."
-        if not p.stream: return self._report(p, [s.whole() for s in p.samples]) if p.finished else None
+        if not p.stream:
+            return self._report(p, [s.whole() for s in p.samples]) if p.finished else None
         if not p.finished and not self._due(p): return None
         return self._report(p, [s.delta() for s in p.samples if s.has_news])
 
     def _due(self, p: PromptState) -> bool:
-        "Whether a stream is due an output: its first token, or `stream_interval` tokens since the last."
+        "Whether a stream is due: its first token, or `stream_interval` tokens since the last one."
         n = sum(len(s.token_ids) for s in p.samples)
         if p.reported and n - p.reported < self.stream_interval: return False
         p.reported = n
@@ -239,8 +246,9 @@ class OutputProcessor:
             for rid in p.sample_ids: del self.requests[rid]
         return RequestOutput(p.request_id, p.prompt, p.prompt_token_ids, outs, p.finished, p.error)
 
-    def end(self, request_id: str, reason: str = "abort", error: str | None = None) -> RequestOutput | None:
-        "End a prompt's unfinished samples with `reason` (and the engine's `error`): its last output, if known."
+    def end(self, request_id: str, reason: str = "abort",
+            error: str | None = None) -> RequestOutput | None:
+        "End a prompt's open samples with `reason` (and engine `error`): its last output, if known."
         if (p := self.prompts.get(request_id)) is None: return None
         for s in p.samples:
             if s.finish_reason is None: s.finish_reason = reason

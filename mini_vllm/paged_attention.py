@@ -20,7 +20,7 @@ from .sampling import to_device
 # %% ../nbs/04c_paged_attention.ipynb #cdb8a159
 @dataclass
 class PagedKVCache:
-    "Keys and values of every block of the pool: (layers, num_blocks, block_size, kv_heads, head_dim) each."
+    "The pool's keys and values: (layers, num_blocks, block_size, kv_heads, head_dim) each."
     k: torch.Tensor
     v: torch.Tensor
 
@@ -28,7 +28,8 @@ class PagedKVCache:
     def allocate(cls, cfg: ModelConfig, num_blocks: int, block_size: int, dtype=torch.float32,
                  device="cpu") -> "PagedKVCache":
         shape = (cfg.num_layers, num_blocks, block_size, cfg.num_kv_heads, cfg.head_dim)
-        return cls(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
+        return cls(torch.zeros(shape, dtype=dtype, device=device),
+                   torch.zeros(shape, dtype=dtype, device=device))
 
     @property
     def block_size(self) -> int: return self.k.shape[2]
@@ -37,8 +38,9 @@ class PagedKVCache:
 
 # %% ../nbs/04c_paged_attention.ipynb #e1836c03
 def block_table_tensor(block_tables: list[list[int]]) -> torch.Tensor:
-    """The requests' block tables as one (B, max_blocks) int32 tensor on the host, padded with 0. Filled row by row
-    in numpy: for 256 tables of ~60 blocks a third of the time of one flat torch.tensor and a masked write."""
+    """The requests' block tables as one (B, max_blocks) int32 tensor on the host, padded with 0.
+    Filled row by row in numpy: for 256 tables of ~60 blocks a third of the time of one flat
+    torch.tensor and a masked write."""
     bt = np.zeros((len(block_tables), max(map(len, block_tables))), dtype=np.int32)
     for row, t in zip(bt, block_tables): row[:len(t)] = t
     return torch.from_numpy(bt)
@@ -48,76 +50,81 @@ class AttentionMetadata:
     "Where a step's tokens go and what each request reads; shared by all layers."
     positions: torch.Tensor         # (N,) position of each new token in its sequence
     slot_mapping: torch.Tensor      # (N,) cache slot of each new token
-    query_start_loc: torch.Tensor   # (B+1,) request b's new tokens are [qsl[b], qsl[b+1]) of the step
-    seq_lens: torch.Tensor          # (B,) context length of each request including this step's tokens
+    query_start_loc: torch.Tensor   # (B+1,) request b's new tokens are [qsl[b], qsl[b+1])
+    seq_lens: torch.Tensor          # (B,) context length of each request, new tokens included
     block_tables: torch.Tensor      # (B, max_blocks) physical block ids, padded with 0
     max_query_len: int              # longest run of new tokens of one request
     max_seq_len: int                # longest context
-    query_lens: list[int] | None = None   # new tokens per request, on the host (for backends that plan per step)
+    query_lens: list[int] | None = None  # (B,) new tokens on the host (backends that plan per step)
 
     @classmethod
     def build(cls, query_lens: list[int], seq_lens: list[int], block_tables: list[list[int]],
               block_size: int, device="cpu"):
-        """Metadata for requests with these new-token counts, context lengths and block tables. Computed in numpy on
-        the host: a handful of small array operations whose torch counterparts cost milliseconds each on a
-        many-core GPU machine (thread start-up per operation), then copied over."""
-        bt = block_table_tensor(block_tables).numpy()                                                  # (B, W)
+        """Metadata for these new-token counts, context lengths and block tables, built in numpy on
+        the host (a few small array operations whose torch counterparts cost milliseconds each on a
+        many-core GPU machine: thread start-up per operation), then copied over."""
+        bt = block_table_tensor(block_tables).numpy()                   # (B, W)
         ql, sl = np.asarray(query_lens), np.asarray(seq_lens)
-        qsl = np.concatenate(([0], np.cumsum(ql)))                                                     # (B+1,)
+        qsl = np.concatenate(([0], np.cumsum(ql)))                      # (B+1,)
         # (N,) request of each token
         req = np.repeat(np.arange(len(ql)), ql)
         # (N,) position of each token
         pos = np.arange(qsl[-1]) - qsl[req] + (sl - ql)[req]
-        slots = bt[req, pos // block_size].astype(np.int64) * block_size + pos % block_size            # (N,)
-        to = lambda a, dtype: to_device(torch.from_numpy(np.ascontiguousarray(a, dtype=dtype)), device)
-        return cls(to(pos, np.int64), to(slots, np.int64), to(qsl, np.int32), to(sl, np.int32), to(bt, np.int32),
-                   max(query_lens), max(seq_lens), list(query_lens))
+        # (N,) slot of each token
+        slots = bt[req, pos // block_size].astype(np.int64) * block_size + pos % block_size
+        to = lambda a, dtype: to_device(torch.from_numpy(np.ascontiguousarray(a, dtype=dtype)),
+                                        device)
+        return cls(to(pos, np.int64), to(slots, np.int64), to(qsl, np.int32), to(sl, np.int32),
+                   to(bt, np.int32), max(query_lens), max(seq_lens), list(query_lens))
 
 # %% ../nbs/04c_paged_attention.ipynb #8dbb86b5
 class _Group:
-    "Requests of one step that share a padded shape: indices into the step's tokens, block tables, mask."
+    "Requests of a step sharing a padded shape: indices into the step's tokens, block tables, mask."
     def __init__(self, rows: torch.Tensor, meta: AttentionMetadata, block_size: int):
         qsl, sl, dev = meta.query_start_loc.long(), meta.seq_lens.long(), meta.slot_mapping.device
-        ql = (qsl[1:] - qsl[:-1])[rows]                                        # (G,)
+        ql = (qsl[1:] - qsl[:-1])[rows]                                     # (G,)
         T, S = int(ql.max()), int(sl[rows].max())
-        t = torch.arange(T, device=dev)                                        # (T,)
-        self.valid = t < ql[:, None]                                           # (G, T) real query tokens
+        t = torch.arange(T, device=dev)                                     # (T,)
+        self.valid = t < ql[:, None]                                        # (G, T) real queries
         # (G, T), padding -> first token
         self.q_index = torch.where(self.valid, qsl[rows][:, None] + t, qsl[rows][:, None])
-        self.out_index = self.q_index[self.valid]                              # (M,) where results go
+        self.out_index = self.q_index[self.valid]                           # (M,) where results go
         nb = -(-S // block_size)
-        self.shape = (len(rows), nb * block_size)                              # (G, S')
-        self.blocks = meta.block_tables[rows, :nb].flatten().long()            # (G * nb,)
-        pos = (sl[rows] - ql)[:, None] + t                                     # (G, T) position of each query
-        j = torch.arange(nb * block_size, device=dev)                          # (S',) key positions
-        self.mask = (j <= pos[..., None]) & (j < sl[rows][:, None, None])      # (G, T, S')
-        self.mask |= ~self.valid[..., None] & (j == 0)                         # padding rows see one key: no NaN
+        self.shape = (len(rows), nb * block_size)                           # (G, S')
+        self.blocks = meta.block_tables[rows, :nb].flatten().long()         # (G * nb,)
+        pos = (sl[rows] - ql)[:, None] + t                                  # (G, T) query positions
+        j = torch.arange(nb * block_size, device=dev)                       # (S',) key positions
+        self.mask = (j <= pos[..., None]) & (j < sl[rows][:, None, None])   # (G, T, S')
+        # padding rows see one key: no NaN
+        self.mask |= ~self.valid[..., None] & (j == 0)
         self.masks = {}
 
     def folded_mask(self, rep: int) -> torch.Tensor:
         "The mask for queries folded as below: `rep` heads' T rows each, (G, 1, rep * T, S')."
         if rep not in self.masks:
             G, T, S = self.mask.shape
-            self.masks[rep] = self.mask[:, None, None].expand(G, 1, rep, T, S).reshape(G, 1, rep * T, S)
+            self.masks[rep] = (self.mask[:, None, None].expand(G, 1, rep, T, S)
+                               .reshape(G, 1, rep * T, S))
         return self.masks[rep]
 
 # %% ../nbs/04c_paged_attention.ipynb #5dd2a5a0
 class TorchPagedAttention:
-    "Paged attention in plain PyTorch: one indexed K/V write, then masked SDPA over gathered blocks, per group."
+    "Paged attention in plain PyTorch: one K/V index write, then per group masked SDPA over blocks."
     def __init__(self, cache: PagedKVCache, meta: AttentionMetadata):
         self.cache, self.meta = cache, meta
         ql = meta.query_start_loc[1:] - meta.query_start_loc[:-1]
         rows = torch.arange(len(ql), device=ql.device)
-        self.groups = [_Group(r, meta, cache.block_size) for r in (rows[ql == 1], rows[ql > 1]) if len(r)]
+        self.groups = [_Group(r, meta, cache.block_size)
+                       for r in (rows[ql == 1], rows[ql > 1]) if len(r)]
 
-    def __call__(self, layer: int, q, k, v):                              # q (N, H, D); k, v (N, Hkv, D)
+    def __call__(self, layer: int, q, k, v):          # q (N, H, D); k, v (N, Hkv, D)
         kc, vc = self.write(layer, k, v)
         o = torch.empty_like(q)
         for g in self.groups: self.attend(g, q, kc, vc, o)
         return o
 
     def write(self, layer: int, k, v):
-        "Write the step's keys and values into their slots; the layer's cache, (num_blocks, bs, Hkv, D) each."
+        "Write the step's K/V into their slots; the layer's cache, (num_blocks, bs, Hkv, D) each."
         kc, vc = self.cache.k[layer], self.cache.v[layer]
         kc.view(-1, *k.shape[1:]).index_copy_(0, self.meta.slot_mapping, k)
         vc.view(-1, *v.shape[1:]).index_copy_(0, self.meta.slot_mapping, v)
@@ -126,9 +133,11 @@ class TorchPagedAttention:
     def attend(self, g: _Group, q, kc, vc, o):
         "Group `g`'s attention over its gathered blocks, written into `o` at its rows."
         (H, D), Hkv, (G, T), S = q.shape[1:], kc.shape[2], g.q_index.shape, g.shape[1]
-        rep = H // Hkv                                                              # query heads per K/V head
-        keys = kc.index_select(0, g.blocks).view(G, S, Hkv, D).transpose(1, 2)      # (G, Hkv, S', D)
+        rep = H // Hkv                                                    # query heads per K/V head
+        keys = kc.index_select(0, g.blocks).view(G, S, Hkv, D).transpose(1, 2)  # (G, Hkv, S', D)
         vals = vc.index_select(0, g.blocks).view(G, S, Hkv, D).transpose(1, 2)
-        qg = q[g.q_index].view(G, T, Hkv, rep, D).permute(0, 2, 3, 1, 4)            # (G, Hkv, rep, T, D)
-        og = F.scaled_dot_product_attention(qg.reshape(G, Hkv, rep * T, D), keys, vals, attn_mask=g.folded_mask(rep))
-        o[g.out_index] = og.view(G, Hkv, rep, T, D).permute(0, 3, 1, 2, 4).reshape(G, T, H, D)[g.valid]   # (M, H, D)
+        qg = q[g.q_index].view(G, T, Hkv, rep, D).permute(0, 2, 3, 1, 4)  # (G, Hkv, rep, T, D)
+        og = F.scaled_dot_product_attention(qg.reshape(G, Hkv, rep * T, D), keys, vals,
+                                            attn_mask=g.folded_mask(rep))
+        o[g.out_index] = (og.view(G, Hkv, rep, T, D).permute(0, 3, 1, 2, 4)
+                          .reshape(G, T, H, D)[g.valid])                  # (M, H, D)

@@ -23,7 +23,7 @@ MAX_N = 128                       # completions per prompt, at most
 MAX_STOP, MAX_STOP_LEN = 16, 256  # stop strings per request; characters per stop string
 MAX_TOKEN_LIST = 1024             # entries of stop_token_ids or logit_bias, at most
 MAX_BIAS = 100                    # |logit bias| at most
-MAX_PENALTY = 2                   # |presence_penalty| and |frequency_penalty| at most (OpenAI's range)
+MAX_PENALTY = 2                   # |presence_penalty|, |frequency_penalty| at most (OpenAI's range)
 INT64 = range(-2**63, 2**63)      # the seeds allowed: each one is a generator of its own
 
 class ParamError(ValueError):
@@ -32,7 +32,7 @@ class ParamError(ValueError):
         super().__init__(message)
         self.param = param
 
-    def __reduce__(self): return type(self), (self.param, str(self))   # it crosses to other processes whole
+    def __reduce__(self): return type(self), (self.param, str(self))   # crosses processes whole
 
 # %% ../nbs/00b_sampling.ipynb #b81d0f3a
 @dataclass
@@ -40,7 +40,7 @@ class SamplingParams:
     "How to pick tokens for one request (vLLM's names and defaults)."
     n: int = 1                              # completions per prompt
     temperature: float = 1.0                # 0 = greedy
-    top_p: float = 1.0                      # nucleus: smallest set of tokens with this much probability
+    top_p: float = 1.0                      # nucleus: fewest tokens with this much probability
     top_k: int | None = None                # only the k most likely tokens; None = all
     max_tokens: int = 16                    # new tokens at most
     min_tokens: int = 0                     # no EOS / stop token before this many
@@ -58,10 +58,10 @@ class SamplingParams:
         if self.top_k in (0, -1): self.top_k = None
         if isinstance(self.stop, str): self.stop = [self.stop]
         self._check_numbers()
-        self.stop = _check_list(self.stop, "stop", str, lambda s: 0 < len(s) <= MAX_STOP_LEN, MAX_STOP,
-                                f"non-empty strings of at most {MAX_STOP_LEN} characters")
-        self.stop_token_ids = _check_list(self.stop_token_ids, "stop_token_ids", int, lambda t: t >= 0,
-                                          MAX_TOKEN_LIST, "token ids >= 0")
+        self.stop = _check_list(self.stop, "stop", str, lambda s: 0 < len(s) <= MAX_STOP_LEN,
+                                MAX_STOP, f"non-empty strings of at most {MAX_STOP_LEN} characters")
+        self.stop_token_ids = _check_list(self.stop_token_ids, "stop_token_ids", int,
+                                          lambda t: t >= 0, MAX_TOKEN_LIST, "token ids >= 0")
         self.logit_bias = _check_bias(self.logit_bias)
 
     @property
@@ -75,13 +75,13 @@ class SamplingParams:
 def _short(value) -> str:
     "A short repr of `value`: an error message never echoes a huge input."
     try: return reprlib.repr(value)
-    except ValueError: return f"a {type(value).__name__} too large to print"    # an int of > 4300 digits
+    except ValueError: return f"a {type(value).__name__} too large to print"  # int of 4300+ digits
 
 def _check(value, name, types, ok, allowed, optional=False):
     "Raise a ParamError naming `name` and the `allowed` range unless `value` is valid."
     if value is None and optional: return
     try: good = not isinstance(value, bool) and isinstance(value, types) and ok(value)
-    except OverflowError: good = False                                 # an int too large to compare with a float
+    except OverflowError: good = False  # an int too large to compare with a float
     if not good: raise ParamError(name, f"{name} must be {allowed}, got {_short(value)}")
 
 # %% ../nbs/00b_sampling.ipynb #d2f6b750
@@ -92,52 +92,59 @@ def _check_numbers(self: SamplingParams):
     _check(self.temperature, "temperature", (int, float), lambda v: v >= 0 and math.isfinite(v),
            ">= 0 and finite")
     _check(self.top_p, "top_p", (int, float), lambda v: 0 < v <= 1, "in (0, 1]")
-    _check(self.top_k, "top_k", int, lambda v: v >= 1, ">= 1, or 0 / -1 / None for no limit", optional=True)
+    _check(self.top_k, "top_k", int, lambda v: v >= 1, ">= 1, or 0 / -1 / None for no limit",
+           optional=True)
     _check(self.max_tokens, "max_tokens", int, lambda v: v >= 1, ">= 1")
     _check(self.min_tokens, "min_tokens", int, lambda v: 0 <= v <= self.max_tokens,
            f"in [0, max_tokens={self.max_tokens}]")
     _check(self.seed, "seed", int, lambda v: v in INT64, "a signed 64-bit integer", optional=True)
-    _check(self.logprobs, "logprobs", int, lambda v: 0 <= v <= MAX_LOGPROBS, f"in [0, {MAX_LOGPROBS}]",
-           optional=True)
+    _check(self.logprobs, "logprobs", int, lambda v: 0 <= v <= MAX_LOGPROBS,
+           f"in [0, {MAX_LOGPROBS}]", optional=True)
     for name in ("presence_penalty", "frequency_penalty"):
         _check(getattr(self, name), name, (int, float), lambda v: -MAX_PENALTY <= v <= MAX_PENALTY,
                f"in [-{MAX_PENALTY}, {MAX_PENALTY}]")
     _check(self.repetition_penalty, "repetition_penalty", (int, float), lambda v: 0 < v < math.inf,
            "> 0 and finite")
     if not isinstance(self.ignore_eos, bool):
-        raise ParamError("ignore_eos", f"ignore_eos must be true or false, got {_short(self.ignore_eos)}")
+        raise ParamError("ignore_eos",
+                         f"ignore_eos must be true or false, got {_short(self.ignore_eos)}")
 
 # %% ../nbs/00b_sampling.ipynb #e9a05c64
 def _check_list(values, name, kind, ok, most, allowed) -> list | None:
-    "A copy of an optional list of at most `most` values of type `kind` that pass `ok`; a ParamError otherwise."
+    "A copy of optional `values`, at most `most` of type `kind` that pass `ok`; else a ParamError."
     if values is None: return None
     if (not isinstance(values, (list, tuple)) or len(values) > most
             or not all(isinstance(v, kind) and not isinstance(v, bool) and ok(v) for v in values)):
-        raise ParamError(name, f"{name} must be a list of at most {most} {allowed}, got {_short(values)}")
+        raise ParamError(name, f"{name} must be a list of at most {most} {allowed}, "
+                               f"got {_short(values)}")
     return list(values)
 
 def _check_bias(bias) -> dict | None:
     "A copy of an optional {token id: bias} dict, each bias in [-100, 100]; a ParamError otherwise."
     if bias is None: return None
-    ok = lambda t, b: type(t) is int and t >= 0 and type(b) in (int, float) and -MAX_BIAS <= b <= MAX_BIAS
-    if not isinstance(bias, dict) or len(bias) > MAX_TOKEN_LIST or not all(ok(t, b) for t, b in bias.items()):
-        raise ParamError("logit_bias", f"logit_bias must map at most {MAX_TOKEN_LIST} token ids to biases in "
-                                       f"[-{MAX_BIAS}, {MAX_BIAS}], got {_short(bias)}")
+    ok = lambda t, b: (type(t) is int and t >= 0
+                       and type(b) in (int, float) and -MAX_BIAS <= b <= MAX_BIAS)
+    if (not isinstance(bias, dict) or len(bias) > MAX_TOKEN_LIST
+            or not all(ok(t, b) for t, b in bias.items())):
+        raise ParamError("logit_bias", f"logit_bias must map at most {MAX_TOKEN_LIST} token ids to "
+                                       f"biases in [-{MAX_BIAS}, {MAX_BIAS}], got {_short(bias)}")
     return dict(bias)
 
 @patch
 def check_vocab(self: SamplingParams, vocab_size: int):
     "Raise a ParamError unless `top_k` and every token id fit a vocabulary of `vocab_size`."
     if self.top_k is not None and self.top_k > vocab_size:
-        raise ParamError("top_k", f"top_k must be at most the vocabulary size ({vocab_size}), or 0 / -1 for no limit, "
-                                  f"got {_short(self.top_k)}")
+        raise ParamError("top_k", f"top_k must be at most the vocabulary size ({vocab_size}), "
+                                  f"or 0 / -1 for no limit, got {_short(self.top_k)}")
     for name, ids in (("stop_token_ids", self.stop_token_ids), ("logit_bias", self.logit_bias)):
         if ids and max(ids) >= vocab_size:
-            raise ParamError(name, f"{name} has token id {_short(max(ids))}, outside the vocabulary [0, {vocab_size})")
+            raise ParamError(name, f"{name} has token id {_short(max(ids))}, "
+                                   f"outside the vocabulary [0, {vocab_size})")
 
 # %% ../nbs/00b_sampling.ipynb #c5d4a11b
 def logits_to_probs(logits: torch.Tensor, temperature: torch.Tensor,
-                    top_k: torch.Tensor | None = None, top_p: torch.Tensor | None = None) -> torch.Tensor:
+                    top_k: torch.Tensor | None = None,
+                    top_p: torch.Tensor | None = None) -> torch.Tensor:
     "Probabilities after temperature, top-k (0 = all) and top-p filtering, one setting per row."
     logits = logits.float() / temperature.clamp_min(GREEDY_EPS)[:, None]     # (B, V)
     if top_k is None and top_p is None: return logits.softmax(-1)
@@ -148,13 +155,13 @@ def logits_to_probs(logits: torch.Tensor, temperature: torch.Tensor,
         ranked = ranked.masked_fill(rank >= k, -math.inf)
     if top_p is not None:
         p = ranked.softmax(-1)
-        drop = p.cumsum(-1) - p >= top_p[:, None]                            # (B, V) mass of better-ranked tokens >= p
-        drop[:, 0] = False                                                   # the top token stays, however small p is
+        drop = p.cumsum(-1) - p >= top_p[:, None]       # (B, V): the mass ranked above >= p
+        drop[:, 0] = False                              # the top token stays, however small p is
         ranked = ranked.masked_fill(drop, -math.inf)
-    return torch.empty_like(ranked).scatter_(-1, order, ranked.softmax(-1))  # back to vocabulary order
+    return torch.empty_like(ranked).scatter_(-1, order, ranked.softmax(-1))  # vocabulary order
 
 # %% ../nbs/00b_sampling.ipynb #3e09a5c1
-_copiers: dict = {}     # device -> a quicker way to copy host values there, set where an engine is built
+_copiers: dict = {}     # device -> a quicker host-to-device copy, set where an engine is built
 
 def to_device(values, device, dtype=None) -> torch.Tensor:
     "`values` (a list, a list of equal-length lists, or a host tensor) as a tensor on `device`."
@@ -177,7 +184,7 @@ class Penalties:
 
     @classmethod
     def build(cls, params: list[SamplingParams], seen, vocab_size: int, device) -> "Penalties":
-        "The penalties of `params`; `seen[i]` has the prompt_token_ids and output_token_ids of row i."
+        "The penalties of `params`; `seen[i]` holds row i's prompt_token_ids and output_token_ids."
         B, f = len(params), lambda xs, dt: to_device(xs, device, dt)
         rows = [i for i, p in enumerate(params) if p.penalized]
         where = lambda attr: [(i, t) for i in rows for t in getattr(seen[i], attr)]
@@ -194,14 +201,15 @@ class Penalties:
                    f([p.presence_penalty for p in params], torch.float), counts, prompt)
 
     def count(self, tokens: torch.Tensor, rows: torch.Tensor | None = None):
-        "Add newly sampled tokens to their rows' counts (every row's, in order, if `rows` is not given), on the device."
+        "Count newly sampled tokens on the device, in `rows` (by default every row, in order)."
         rows = torch.arange(tokens.shape[0], device=tokens.device) if rows is None else rows
-        self.counts.index_put_((rows, tokens), torch.ones_like(rows, dtype=self.counts.dtype), accumulate=True)
+        self.counts.index_put_((rows, tokens), torch.ones_like(rows, dtype=self.counts.dtype),
+                               accumulate=True)
 
     def select(self, rows: torch.Tensor) -> "Penalties":
         "The penalties of some rows, in their order."
-        return Penalties(*(t[rows] for t in (self.repetition, self.frequency, self.presence, self.counts,
-                                             self.prompt)))
+        return Penalties(*(t[rows] for t in (self.repetition, self.frequency, self.presence,
+                                             self.counts, self.prompt)))
 
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
         "The logits (B, V) penalized, as a new tensor."
@@ -224,12 +232,14 @@ class SamplingTensors:
     @classmethod
     def from_params(cls, params: list[SamplingParams], generators=None, device="cpu", seen=None,
                     vocab_size: int | None = None, penalties: Penalties | None = None):
-        """Build the tensors for a batch from each request's `SamplingParams`. Penalties need what each row has
-        `seen` (objects with `prompt_token_ids` and `output_token_ids`) and the `vocab_size`, or the batch's
-        `penalties` already built."""
+        """Build the tensors for a batch from each request's `SamplingParams`. Penalties need what
+        each row has `seen` (objects with `prompt_token_ids` and `output_token_ids`) and the
+        `vocab_size`, or the batch's `penalties` already built."""
         f = lambda xs, dt: to_device(xs, device, dt)
-        top_k = f([p.top_k or 0 for p in params], torch.long) if any(p.top_k for p in params) else None
-        top_p = f([p.top_p for p in params], torch.float) if any(p.top_p < 1 for p in params) else None
+        top_k = (f([p.top_k or 0 for p in params], torch.long)
+                 if any(p.top_k for p in params) else None)
+        top_p = (f([p.top_p for p in params], torch.float)
+                 if any(p.top_p < 1 for p in params) else None)
         bias = [(i, t, b) for i, p in enumerate(params) for t, b in (p.logit_bias or {}).items()]
         rows, ids, values = zip(*bias) if bias else ((), (), ())
         bias = (f(rows, torch.long), f(ids, torch.long), f(values, torch.float)) if bias else None
@@ -237,29 +247,31 @@ class SamplingTensors:
             penalties = Penalties.build(params, seen, vocab_size, device)
         greedy = all(p.greedy for p in params) and bias is None and penalties is None
         return cls(f([p.temperature for p in params], torch.float), top_k, top_p,
-                   list(generators) if generators is not None else [None] * len(params), greedy, bias,
-                   penalties)
+                   list(generators) if generators is not None else [None] * len(params),
+                   greedy, bias, penalties)
 
     def note_tokens(self, tokens: torch.Tensor, rows: torch.Tensor | None = None):
         "The rows (all, in order, by default) have seen one more token each, sampled on the device."
         if self.penalties is not None: self.penalties.count(tokens, rows)
 
-    def select(self, keep: torch.Tensor, params: list[SamplingParams], generators) -> "SamplingTensors":
-        "The settings of the rows `keep` (whose params and generators are given), what they have seen included."
+    def select(self, keep: torch.Tensor, params: list[SamplingParams],
+               generators) -> "SamplingTensors":
+        "The settings, seen tokens included, of rows `keep` (their params and generators given)."
         seen = self.penalties.select(keep) if self.penalties is not None else None
-        return SamplingTensors.from_params(params, generators, self.temperature.device, penalties=seen)
+        return SamplingTensors.from_params(params, generators, self.temperature.device,
+                                           penalties=seen)
 
 # %% ../nbs/00b_sampling.ipynb #d0bf0152
 def sample(logits: torch.Tensor, st: SamplingTensors) -> torch.Tensor:
     "One token per row of `logits` (B, V), following each row's settings in `st`."
-    if st.logit_bias is not None:                                     # new tensors: the caller's logits stay
+    if st.logit_bias is not None:       # new tensors: the caller's logits stay
         rows, ids, values = st.logit_bias
         logits = logits.index_put((rows, ids), values.to(logits.dtype), accumulate=True)
     if st.penalties is not None: logits = st.penalties.apply(logits)
     greedy = logits.argmax(-1)                                        # (B,)
     if st.all_greedy: return greedy
     probs = logits_to_probs(logits, st.temperature, st.top_k, st.top_p)   # (B, V)
-    q = torch.empty_like(probs).exponential_()                        # unseeded rows: global generator
+    q = torch.empty_like(probs).exponential_()                        # unseeded rows: global RNG
     for i, g in enumerate(st.generators):
         if g is not None: q[i].exponential_(generator=g)              # seeded rows: their own
     return torch.where(st.temperature < GREEDY_EPS, greedy, (probs / q).argmax(-1))

@@ -30,12 +30,12 @@ class RequestStatus(enum.Enum):
     FINISHED_ERROR = "error"           # a step that raised for this request alone (04e)
 
     def __init__(self, value: str):
-        self.is_finished = value in ("stop", "length", "abort", "error")   # read at every step: stored
+        self.is_finished = value in ("stop", "length", "abort", "error")  # read every step: stored
 
 # %% ../nbs/04b_scheduler.ipynb #0e0a27ae
 @dataclass(eq=False)
 class Request:
-    "One sequence being generated: its tokens, settings and progress. Only the scheduler changes it."
+    "A sequence being generated: its tokens, settings and progress. Only the scheduler changes it."
     request_id: str
     prompt_token_ids: list[int]
     sampling_params: SamplingParams = field(default_factory=SamplingParams)
@@ -49,7 +49,7 @@ class Request:
     def __post_init__(self):
         self.all_token_ids = list(self.prompt_token_ids)   # prompt + output
         self.output_token_ids: list[int] = []
-        p = self.sampling_params                           # the token ids that end it, looked up once
+        p = self.sampling_params                           # the ids that end it, looked up once
         stop_ids = frozenset(p.stop_token_ids or ())
         self.stop_ids = stop_ids | frozenset(() if p.ignore_eos else self.eos_token_ids)
 
@@ -68,7 +68,8 @@ class Request:
         return min(left, max_model_len - self.num_tokens)
 
     @property
-    def finish_reason(self) -> str | None: return self.status.value if self.status.is_finished else None
+    def finish_reason(self) -> str | None:
+        return self.status.value if self.status.is_finished else None
 
 # %% ../nbs/04b_scheduler.ipynb #1a912b22
 @dataclass
@@ -77,7 +78,7 @@ class SchedulerOutput:
     requests: list[Request] = field(default_factory=list)
     num_new_tokens: list[int] = field(default_factory=list)
     preempted: list[Request] = field(default_factory=list)
-    new_blocks: dict[int, int] = field(default_factory=dict)   # index in requests -> blocks it gained
+    new_blocks: dict[int, int] = field(default_factory=dict)   # index in requests -> blocks gained
 
     @property
     def total_tokens(self) -> int: return sum(self.num_new_tokens)
@@ -86,12 +87,13 @@ class SchedulerOutput:
 # %% ../nbs/04b_scheduler.ipynb #4919de00
 class Scheduler:
     "vLLM v1-style scheduling: running requests first, then waiting ones, under a token budget."
-    def __init__(self, kv: KVCacheManager, max_num_seqs: int = 256, max_num_batched_tokens: int = 2048,
-                 max_model_len: int = 2048):
-        if max_model_len > kv.num_blocks * kv.block_size:   # else one long request could preempt itself
-            raise ValueError(f"max_model_len ({max_model_len}) exceeds the KV pool ({kv.num_blocks} blocks "
-                             f"x {kv.block_size} = {kv.num_blocks * kv.block_size} tokens): lower "
-                             "max_model_len or give the pool more blocks")
+    def __init__(self, kv: KVCacheManager, max_num_seqs: int = 256,
+                 max_num_batched_tokens: int = 2048, max_model_len: int = 2048):
+        if max_model_len > kv.num_blocks * kv.block_size:   # or a long request could preempt itself
+            raise ValueError(f"max_model_len ({max_model_len}) exceeds the KV pool "
+                             f"({kv.num_blocks} blocks x {kv.block_size} = "
+                             f"{kv.num_blocks * kv.block_size} tokens): "
+                             "lower max_model_len or give the pool more blocks")
         self.kv, self.max_num_seqs = kv, max_num_seqs
         self.max_num_batched_tokens, self.max_model_len = max_num_batched_tokens, max_model_len
         self.waiting: deque[Request] = deque()
@@ -149,7 +151,7 @@ class Scheduler:
         return out
 
     def update(self, out: SchedulerOutput, sampled: dict[str, list[int]]) -> list[tuple]:
-        "Record a step: computed tokens, then sampled ones; (request, tokens kept) for each that got any."
+        "Record a step: computed, then sampled tokens; (request, tokens kept) for each getting any."
         got = []
         for req, n in zip(out.requests, out.num_new_tokens):
             req.num_computed_tokens += n
@@ -184,7 +186,7 @@ class Scheduler:
         self.requests.pop(req.request_id, None)
 
     def preempt(self, req: Request):
-        "Take a running request out of the batch: its blocks are freed; it is queued first, to compute again."
+        "Take a running request out of the batch: free its blocks, queue it first to compute again."
         self.running.remove(req)
         self._preempt(req)
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .decode import (Completion, DenseAttention, DenseKVCache, _check_length, check_dense_params,
-                              finish_reason)
+from .decode import (Completion, DenseAttention, DenseKVCache, _check_length,
+                              check_dense_params, finish_reason)
 from .sampling import SamplingParams, SamplingTensors, make_generator, sample
 
 # %% ../nbs/02_static_batching.ipynb #26c05a61
@@ -32,7 +32,8 @@ class StaticBatchResult:
 # %% ../nbs/02_static_batching.ipynb #f9385620
 @torch.inference_mode()
 def static_generate(model, prompts: list[list[int]],
-                    params: SamplingParams | list[SamplingParams] = SamplingParams()) -> StaticBatchResult:
+                    params: SamplingParams | list[SamplingParams] = SamplingParams(),
+                    ) -> StaticBatchResult:
     "Left-pad the prompts, prefill them together, decode the batch until its last member finishes."
     B, cfg, w = len(prompts), model.config, next(model.parameters())
     params = params if isinstance(params, list) else [params] * B
@@ -40,23 +41,23 @@ def static_generate(model, prompts: list[list[int]],
     L, N = max(map(len, prompts)), max(p.max_tokens for p in params)
     _check_length(cfg, L, SamplingParams(max_tokens=N))
     dev = w.device
-    start = torch.tensor([L - len(p) for p in prompts], device=dev)                      # (B,) padding per row
-    ids = torch.tensor([[0] * (L - len(p)) + p for p in prompts], device=dev)            # (B, L) left-padded
-    slots = torch.arange(L, device=dev).expand(B, L)                                     # (B, L)
+    start = torch.tensor([L - len(p) for p in prompts], device=dev)           # (B,) padding per row
+    ids = torch.tensor([[0] * (L - len(p)) + p for p in prompts], device=dev) # (B, L) left-padded
+    slots = torch.arange(L, device=dev).expand(B, L)                          # (B, L)
     cache = DenseKVCache.allocate(cfg, B, L + N, w.dtype, dev)
     h = model(ids, (slots - start[:, None]).clamp(min=0), DenseAttention(cache, slots, start, L))
-    logits = model.compute_logits(h[:, -1])                                              # (B, V)
+    logits = model.compute_logits(h[:, -1])                                   # (B, V)
     st = SamplingTensors.from_params(params, [make_generator(p.seed, dev) for p in params], dev)
     out, reasons, active = [[] for _ in range(B)], [None] * B, []
     for s in range(L, L + N):
-        tokens = sample(logits, st)                                                      # (B,)
+        tokens = sample(logits, st)                                           # (B,)
         active.append(reasons.count(None))
         for b, t in enumerate(tokens.tolist()):
             if reasons[b] is None:
                 out[b].append(t)
                 reasons[b] = finish_reason(params[b], out[b], cfg.eos_token_ids)
         if None not in reasons: break
-        col = torch.full((B, 1), s, device=dev)                                           # every row writes slot s
+        col = torch.full((B, 1), s, device=dev)                               # (B, 1) all at slot s
         h = model(tokens[:, None], col - start[:, None], DenseAttention(cache, col, start, s + 1))
         logits = model.compute_logits(h[:, -1])
     return StaticBatchResult([Completion(o, r) for o, r in zip(out, reasons)], active, cache.nbytes)

@@ -10,7 +10,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]   # repo root, benchmarks/, here
 import torch, triton
 import mini_vllm.fast.cuda_graphs as cg, mini_vllm.model_runner as mr
-import mini_vllm.paged_attention as pa, mini_vllm.fast.triton_attention as ta, mini_vllm.fast.triton_kernels as tk
+import mini_vllm.paged_attention as pa, mini_vllm.fast.triton_attention as ta
+from mini_vllm.model import LlamaDecoderLayer
 import mini_vllm.sampling as sm
 from mini_vllm import LLM, SamplingParams
 from workload import public_workload, tinyllama_config_dir
@@ -35,7 +36,7 @@ wrap(mr.ModelRunner, "prepare"); wrap(pa.AttentionMetadata, "build"); wrap(mr.Mo
 wrap(mr.ModelRunner, "logits", "ModelRunner.logits(eager)")
 wrap(pa, "block_table_tensor"); wrap(sm.SamplingTensors, "from_params"); wrap(sm, "to_device")
 wrap(ta.TritonPagedAttention, "__init__", "TPA.__init__"); wrap(ta.TritonPagedAttention, "_attend")
-wrap(tk.TritonLlamaDecoderLayer, "forward", "layer.forward"); wrap(triton.runtime.jit.JITFunction, "run", "triton.run")
+wrap(LlamaDecoderLayer, "forward", "layer.forward"); wrap(triton.runtime.jit.JITFunction, "run", "triton.run")
 wrap(torch.nn.Linear, "forward", "Linear.forward"); wrap(cg.CUDAGraphRunner, "_grow_tables")
 wrap(core, "_launch", "launch"); wrap(core.scheduler, "schedule", "schedule"); wrap(mr.ModelRunner, "collect", "collect")
 wrap(type(run.model), "compute_logits")

@@ -24,28 +24,30 @@ from .triton_kernels import tl, triton
 # %% ../../nbs/04h_cuda_graphs.ipynb #8c83fa6c
 def graph_buckets(max_num_seqs: int) -> list[int]:
     "Batch sizes to capture: 1, 2, 4, 8, then every 16, up to max_num_seqs."
-    return sorted({b for b in [1, 2, 4, 8, *range(16, max_num_seqs + 16, 16)] if b < max_num_seqs} | {max_num_seqs})
+    return sorted({b for b in [1, 2, 4, 8, *range(16, max_num_seqs + 16, 16)] if b < max_num_seqs}
+                  | {max_num_seqs})
 
 MIXED_SIZES = (256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
-MIXED_PROMPTS = 16         # prompt chunks a step may bring and still replay a graph (their tiles are padded to this)
+MIXED_PROMPTS = 16  # prompt chunks a step may bring and still replay a graph (tiles padded to this)
 
 def mixed_buckets(max_num_batched_tokens: int) -> list[int]:
-    """Token counts to capture steps with prompt chunks at: the MIXED_SIZES up to the step budget, then the first
-    multiple of 256 above it (a full step replays too), if that is within MIXED_SIZES' last plus 256. A step of n
-    tokens replays the first bucket above n, so that one row at least is padding (the padding request's own)."""
+    """Token counts to capture mixed steps at: MIXED_SIZES up to the step budget, then the first
+    multiple of 256 above it (a full step replays too) if at most MIXED_SIZES[-1] + 256. A step of n
+    tokens replays the first bucket above n: one row at least is padding (the padding request's)."""
     top = max_num_batched_tokens // 256 * 256 + 256
     return [n for n in MIXED_SIZES if n < top] + ([top] if top <= MIXED_SIZES[-1] + 256 else [])
 
 # %% ../../nbs/04h_cuda_graphs.ipynb #b8effea3
 @triton.jit
-def _nan_to_inf(x): return tl.where(x != x, float("inf"), x)            # NaN counts as largest, as in torch
+def _nan_to_inf(x): return tl.where(x != x, float("inf"), x)  # NaN counts as largest, as in torch
 
 @triton.jit
 def _argmax_kernel(x_ptr, out_ptr, V, stride, BLOCK: tl.constexpr):
-    "The index of each row's largest value, the first of equals (as torch.argmax), BLOCK values at a time."
+    "Index of each row's maximum, the first of equals (as torch.argmax), BLOCK values at a time."
     x_ptr += tl.program_id(0).to(tl.int64) * stride
     i = tl.arange(0, BLOCK)
-    best, arg = tl.max(_nan_to_inf(tl.load(x_ptr + i, mask=i < V, other=float("-inf"))), 0, return_indices=True)
+    best, arg = tl.max(_nan_to_inf(tl.load(x_ptr + i, mask=i < V, other=float("-inf"))), 0,
+                       return_indices=True)
     for v0 in range(BLOCK, V, BLOCK):
         x = _nan_to_inf(tl.load(x_ptr + v0 + i, mask=v0 + i < V, other=float("-inf")))
         m, a = tl.max(x, 0, return_indices=True)
@@ -54,20 +56,22 @@ def _argmax_kernel(x_ptr, out_ptr, V, stride, BLOCK: tl.constexpr):
     tl.store(out_ptr + tl.program_id(0), arg.to(tl.int64))
 
 def greedy_tokens(logits: torch.Tensor) -> torch.Tensor:
-    """logits.argmax(-1) for (B, V) logits, one program per row (a NaN counts as +inf: an inf before it wins, unlike
-    torch)."""
-    assert logits.dim() == 2 and logits.stride(1) == 1, "greedy_tokens: (B, V) logits with contiguous rows"
+    """logits.argmax(-1) for (B, V) logits, one program per row (a NaN counts as +inf: an inf
+    before it wins, unlike torch)."""
+    assert logits.dim() == 2 and logits.stride(1) == 1, (
+        "greedy_tokens: (B, V) logits with contiguous rows")
     out = torch.empty(logits.shape[0], dtype=torch.long, device=logits.device)
-    if logits.shape[0]: _argmax_kernel[(logits.shape[0],)](logits, out, logits.shape[1], logits.stride(0),
-                                                           BLOCK=min(triton.next_power_of_2(logits.shape[1]), 32768),
-                                                           num_warps=16)
+    if logits.shape[0]:
+        block = min(triton.next_power_of_2(logits.shape[1]), 32768)
+        _argmax_kernel[(logits.shape[0],)](logits, out, logits.shape[1], logits.stride(0),
+                                           BLOCK=block, num_warps=16)
     return out
 
 # %% ../../nbs/04h_cuda_graphs.ipynb #077a0186
 @dataclass
 class GraphBuffers:
-    """What the graphs read and write, in place. Decode graphs: `max_num_seqs` rows, a bucket's graph reads the
-    first b. Graphs of steps with prompt chunks (the `m_` ones): N token rows, B requests and the padding one."""
+    """What the graphs read and write, in place. Decode graphs: `max_num_seqs` rows, a bucket's
+    graph reads the first b. Mixed-step graphs (`m_`): N token rows, B requests, the padding one."""
     ids: torch.Tensor        # (B,) token ids
     pos: torch.Tensor        # (B,) positions
     slots: torch.Tensor      # (B,) cache slots of the new tokens
@@ -76,7 +80,7 @@ class GraphBuffers:
     reqs: torch.Tensor       # (B,) the request of each row: 0, 1, 2, ...
     bt: torch.Tensor         # (B, max blocks) block tables
     logits: torch.Tensor     # (B, V) fp32, what a graph computes
-    m_ids: torch.Tensor | None = None        # (N,) token ids, positions and slots of a step with prompt chunks
+    m_ids: torch.Tensor | None = None        # (N,) ids, positions, slots of a mixed step
     m_pos: torch.Tensor | None = None
     m_slots: torch.Tensor | None = None
     m_rows: torch.Tensor | None = None       # (B,) the token rows whose logits are sampled
@@ -87,14 +91,15 @@ class GraphBuffers:
     m_tiles: torch.Tensor | None = None      # (tiles, 2) prompt tiles: (request, first query row)
 
     @classmethod
-    def allocate(cls, B: int, blocks: int, vocab: int, N: int, tiles: int, scratch: int, block_size: int,
-                 device) -> "GraphBuffers":
-        "Buffers for B requests with tables of `blocks` blocks; with mixed buffers of N rows if N > 0."
+    def allocate(cls, B: int, blocks: int, vocab: int, N: int, tiles: int, scratch: int,
+                 block_size: int, device) -> "GraphBuffers":
+        "Buffers for B requests with tables of `blocks` blocks, and mixed ones of N rows if N > 0."
         i32, i64 = dict(dtype=torch.int32, device=device), dict(dtype=torch.long, device=device)
-        b = cls(torch.zeros(B, **i64), torch.zeros(B, **i64), torch.zeros(B, **i64), torch.ones(B, **i32),
-                torch.arange(B + 1, **i32), torch.arange(B, **i32), torch.zeros(B, blocks, **i32),
+        b = cls(torch.zeros(B, **i64), torch.zeros(B, **i64), torch.zeros(B, **i64),
+                torch.ones(B, **i32), torch.arange(B + 1, **i32), torch.arange(B, **i32),
+                torch.zeros(B, blocks, **i32),
                 torch.zeros(B, vocab, dtype=torch.float32, device=device))
-        if N:                                # the padding request is B + 1: it owns every row past the step's
+        if N:                                # padding request B + 1 owns every row past the step's
             b.m_ids, b.m_pos = torch.zeros(N, **i64), torch.zeros(N, **i64)
             b.m_slots = torch.full((N,), scratch * block_size, **i64)
             b.m_rows = torch.zeros(B, **i64)
@@ -106,21 +111,23 @@ class GraphBuffers:
 
 # %% ../../nbs/04h_cuda_graphs.ipynb #e01ae6f8
 class CUDAGraphRunner(ModelRunner):
-    "A ModelRunner that replays CUDA graphs: one per batch-size bucket for decode steps, one per token bucket else."
-    def __init__(self, model, cache: PagedKVCache, kv: KVCacheManager, max_num_seqs: int, max_model_len: int,
-                 capture: bool | None = None, mixed: list[int] = ()):
+    "A ModelRunner replaying CUDA graphs: by batch size for decode steps, by token count otherwise."
+    def __init__(self, model, cache: PagedKVCache, kv: KVCacheManager, max_num_seqs: int,
+                 max_model_len: int, capture: bool | None = None, mixed: list[int] = ()):
         super().__init__(model, cache, kv, TritonPagedAttention)
         B = max_num_seqs
-        self.max_model_len, self.scratch = max_model_len, cache.k.shape[1] - 1        # the pool's extra block
+        self.max_model_len, self.scratch = max_model_len, cache.k.shape[1] - 1  # the extra block
         self.mixed, self.pad_req = list(mixed), B + 1
         N = self.mixed[-1] if self.mixed else 0
-        self.buf = GraphBuffers.allocate(B, cdiv(max_model_len, kv.block_size), model.config.vocab_size, N,
-                                         self._num_tiles(N), self.scratch, kv.block_size, self.device)
+        self.buf = GraphBuffers.allocate(B, cdiv(max_model_len, kv.block_size),
+                                         model.config.vocab_size, N, self._num_tiles(N),
+                                         self.scratch, kv.block_size, self.device)
         self.buckets, self.graphs, self.mixed_graphs, self.pool = graph_buckets(B), {}, {}, None
         self.replayed, self.held, self.mixed_replays = None, None, 0
         self.capture = self.device.type == "cuda" if capture is None else capture
         self._pad(0, B)
-        for n in reversed(self.mixed): self._capture_mixed(n)      # largest first: the others reuse its memory
+        # largest first: the others reuse its memory
+        for n in reversed(self.mixed): self._capture_mixed(n)
         for b in reversed(self.buckets): self._capture(b)
 
     def _pad(self, n: int, b: int):
@@ -133,7 +140,7 @@ class CUDAGraphRunner(ModelRunner):
         f.bt[n:b] = self.scratch
 
     def _hold(self, n: int) -> int:
-        "The buffers' first n rows are the batch: the rest of its bucket padded, the bucket noted as replayed; b."
+        "The first n buffer rows are the batch: pad the rest of bucket b, note b as replayed; b."
         b = next(x for x in self.buckets if x >= n)
         self._pad(n, b)
         self.replayed = (n, b)
@@ -153,41 +160,47 @@ class CUDAGraphRunner(ModelRunner):
         return g.replay
 
     def _capture(self, b: int):
-        "Record the decode forward pass for a batch of b rows (or keep it as a function when not capturing)."
+        "Record the decode forward pass for b rows (or keep it as a function when not capturing)."
         f = self.buf
         meta = AttentionMetadata(f.pos[:b], f.slots[:b], f.qsl[:b + 1], f.seq_lens[:b], f.bt[:b],
                                  max_query_len=1, max_seq_len=self.max_model_len)
-        attn = TritonPagedAttention(self.cache, meta, decode_reqs=f.reqs[:b], max_seq_len=self.max_model_len)
+        attn = TritonPagedAttention(self.cache, meta, decode_reqs=f.reqs[:b],
+                                    max_seq_len=self.max_model_len)
         forward = lambda: self.model.compute_logits(self.model(f.ids[:b], f.pos[:b], attn))
         self.graphs[b] = self._record(lambda: f.logits[:b].copy_(forward()))
 
     @staticmethod
-    def _num_tiles(N: int) -> int: return N // BLOCK_M + MIXED_PROMPTS       # prompt tiles a bucket of N rows has
+    def _num_tiles(N: int) -> int: return N // BLOCK_M + MIXED_PROMPTS  # prompt tiles for N rows
 
     def _capture_mixed(self, N: int):
         "Record a step of N token rows with prompt chunks beside decodes, its logits at `m_rows`."
         f = self.buf
         meta = AttentionMetadata(f.m_pos[:N], f.m_slots[:N], f.m_qsl, f.m_seq_lens, f.m_bt,
                                  max_query_len=N, max_seq_len=self.max_model_len)
-        attn = TritonPagedAttention(self.cache, meta, decode_reqs=f.m_dec, tiles=f.m_tiles[:self._num_tiles(N)],
+        attn = TritonPagedAttention(self.cache, meta, decode_reqs=f.m_dec,
+                                    tiles=f.m_tiles[:self._num_tiles(N)],
                                     max_seq_len=self.max_model_len, padded=True)
-        f.m_qsl[:] = N - 1                                     # while capturing: every request is padding
+        f.m_qsl[:] = N - 1  # while capturing: every request is padding
         h = lambda: self.model(f.m_ids[:N], f.m_pos[:N], attn)
-        self.mixed_graphs[N] = self._record(lambda: f.logits.copy_(self.model.compute_logits(h()[f.m_rows])))
+        self.mixed_graphs[N] = self._record(
+            lambda: f.logits.copy_(self.model.compute_logits(h()[f.m_rows])))
 
     def _mixed_step(self, n: int, meta: AttentionMetadata):
-        "The bucket a step of n tokens with prompt chunks replays, its decode rows and prompt tiles; None: eager."
+        "Bucket a mixed step of n tokens replays, its decode rows and prompt tiles; None: eager."
         ql = meta.query_lens
-        if not self.mixed or n >= self.mixed[-1] or ql is None or len(ql) > self.buf.m_rows.shape[0]: return None
+        if not self.mixed or n >= self.mixed[-1] or ql is None: return None
+        if len(ql) > self.buf.m_rows.shape[0]: return None
         N, tiles = next(x for x in self.mixed if x > n), prefill_tiles(ql, BLOCK_M)
         if len(tiles) > self._num_tiles(N): return None
         return N, [i for i, q in enumerate(ql) if q == 1], tiles
-    def _replay_mixed(self, input_ids, meta: AttentionMetadata, rows, N: int, dec: list[int], tiles: list):
-        """Replay bucket N for a step with prompt chunks: its n tokens, r requests and S sampling rows into the
-        buffers; the rest is padding: token rows n..N-1 (token 0 at position 0, written to the scratch block),
-        owned by request `pad_req` (no query rows of its own for the prompt kernel, one cached token for the decode
-        kernel's padded programs, whose output lands on row N-1)."""
-        n, r, S, dev, f = input_ids.shape[0], len(meta.query_lens), rows.shape[0], self.device, self.buf
+    def _replay_mixed(self, input_ids, meta: AttentionMetadata, rows, N: int, dec: list[int],
+                      tiles: list):
+        """Replay bucket N for a mixed step: its n tokens, r requests and S sampling rows into the
+        buffers; the rest is padding: token rows n..N-1 (token 0 at position 0, written to the
+        scratch block), owned by request `pad_req` (no query rows of its own for the prompt kernel,
+        one cached token for the decode kernel's padded programs, whose output lands on row N-1)."""
+        n, r, S = input_ids.shape[0], len(meta.query_lens), rows.shape[0]
+        dev, f = self.device, self.buf
         f.m_ids[:n].copy_(input_ids)
         f.m_ids[n:N] = 0
         f.m_pos[:n].copy_(meta.positions)
@@ -210,9 +223,9 @@ class CUDAGraphRunner(ModelRunner):
         return f.logits[:S]
 
     def _hand_on(self, meta: AttentionMetadata):
-        """After a mixed step in which every request sampled: the decode buffers take each request's state (its last
-        token's position, its context, its block table), as if a decode graph had run the step, so that the next step
-        may advance on the device (`advance`) instead of being prepared on the host."""
+        """After a mixed step in which every request sampled: the decode buffers take each request's
+        state (last token's position, context, block table) as if a decode graph had run the step,
+        so the next step may advance on the device (`advance`), not be prepared on the host."""
         S, W, f = meta.seq_lens.shape[0], meta.block_tables.shape[1], self.buf
         f.pos[:S].copy_(meta.seq_lens - 1)
         f.seq_lens[:S].copy_(meta.seq_lens)
@@ -220,11 +233,12 @@ class CUDAGraphRunner(ModelRunner):
         self._hold(S)
 
     def logits(self, input_ids, meta: AttentionMetadata, rows) -> torch.Tensor:
-        """Decode steps: replay the bucket's graph; steps with prompt chunks: the first mixed bucket above their
-        token count, if there is one; other steps: the eager forward pass."""
+        """Decode steps: replay the bucket's graph; steps with prompt chunks: the first mixed bucket
+        above their token count, if there is one; other steps: the eager forward pass."""
         n, self.replayed, f = input_ids.shape[0], None, self.buf
         if meta.max_query_len != 1 or n > self.buckets[-1]:
-            if (step := self._mixed_step(n, meta)) is None: return super().logits(input_ids, meta, rows)
+            step = self._mixed_step(n, meta)
+            if step is None: return super().logits(input_ids, meta, rows)
             return self._replay_mixed(input_ids, meta, rows, *step)
         f.ids[:n].copy_(input_ids)
         f.pos[:n].copy_(meta.positions)
@@ -232,7 +246,7 @@ class CUDAGraphRunner(ModelRunner):
         f.seq_lens[:n].copy_(meta.seq_lens)
         f.bt[:n, :meta.block_tables.shape[1]].copy_(meta.block_tables)
         self.graphs[self._hold(n)]()
-        return f.logits[:n]                                  # every row of a decode step samples: rows == 0..n-1
+        return f.logits[:n]  # every row of a decode step samples: rows == 0..n-1
 
     def sample_tokens(self, logits, st):
         "Greedy batches: the Triton argmax; any other: `sample`."
@@ -240,7 +254,7 @@ class CUDAGraphRunner(ModelRunner):
 
     @torch.inference_mode()
     def launch(self, x: StepInputs) -> LaunchedStep:
-        "As ModelRunner's; a step replayed whole, each request sampling, leaves its batch held in the buffers."
+        "As ModelRunner's; a step replayed whole where all requests sample is held in the buffers."
         step = super().launch(x)
         whole = self.replayed is not None and len(x.sampling) == x.meta.seq_lens.shape[0]
         self.held = step if whole else None
@@ -263,28 +277,30 @@ def _advance_kernel(tok_ptr, ids_ptr, pos_ptr, slots_ptr, seq_lens_ptr, bt_ptr, 
 @patch
 @torch.inference_mode()
 def advance(self: CUDAGraphRunner, last: LaunchedStep, out: SchedulerOutput) -> LaunchedStep | None:
-    """Launch `out` on the device alone if it decodes the requests of `last`, a step whose batch the buffers hold,
-    less some that left, in the same order, with nothing for the host to do to their logits: the rows that left are
-    dropped, the blocks the scheduler added are written in, one kernel moves the rest a token on, the graph
-    replays. None when `out` is not such a step."""
+    """Launch `out` on the device alone if it decodes the requests of `last`, a step whose batch the
+    buffers hold, less some that left, in the same order, with nothing for the host to do to their
+    logits: the rows that left are dropped, the blocks the scheduler added are written in, one
+    kernel moves the rest a token on, the graph replays. None when `out` is not such a step."""
     if last is not self.held or not all(n == 1 for n in out.num_new_tokens): return None
     row = {r.request_id: i for i, r in enumerate(last.sampling)}
     rows = [row.get(r.request_id) for r in out.requests]
     if None in rows or rows != sorted(rows) or any(needs_host(r) for r in out.requests): return None
     tokens, st, n = last.tokens, last.st, len(rows)
-    if n < len(last.sampling):                         # requests have left the batch: keep the others' rows
+    if n < len(last.sampling):                         # some left the batch: keep the others' rows
         keep = to_device(rows, self.device, torch.long)
         f = self.buf
         f.pos[:n], f.seq_lens[:n], f.bt[:n] = f.pos[keep], f.seq_lens[keep], f.bt[keep]
         self._hold(n)
         tokens = tokens[keep]
-        st = st.select(keep, [r.sampling_params for r in out.requests], [r.generator for r in out.requests])
-    st.note_tokens(tokens)                               # the rows' inputs now: penalties count them
+        st = st.select(keep, [r.sampling_params for r in out.requests],
+                       [r.generator for r in out.requests])
+    st.note_tokens(tokens)                             # the rows' inputs now: penalties count them
     self._grow_tables(out)
     b = self.replayed[1]
     f = self.buf
     _advance_kernel[(1,)](tokens, f.ids, f.pos, f.slots, f.seq_lens, f.bt, n, f.bt.stride(0),
-                          BLOCK_SIZE=self.kv.block_size, BLOCK=triton.next_power_of_2(f.ids.shape[0]))
+                          BLOCK_SIZE=self.kv.block_size,
+                          BLOCK=triton.next_power_of_2(f.ids.shape[0]))
     self.graphs[b]()
     tokens = self.sample_tokens(f.logits[:n], st)
     self.held = LaunchedStep(list(out.requests), tokens, _to_host(tokens), st)
@@ -292,12 +308,13 @@ def advance(self: CUDAGraphRunner, last: LaunchedStep, out: SchedulerOutput) -> 
 
 @patch
 def _grow_tables(self: CUDAGraphRunner, out: SchedulerOutput):
-    """Write into the buffers' block tables the blocks the scheduler gave `out`'s requests for this step: tables
-    only grow, so they are the last `k` of a table."""
+    """Write into the buffers' block tables the blocks the scheduler gave `out`'s requests for this
+    step: tables only grow, so they are the last `k` of a table."""
     new, bt = [], self.buf.bt                        # (row, column, block) of each block added
     for i, k in out.new_blocks.items():
         t = self.kv.block_table(out.requests[i].request_id)
         new += [(i, c, t[c]) for c in range(len(t) - k, len(t))]
-    if new:                                          # one copy: flat positions in the table, then the blocks
-        w = to_device([[i * bt.stride(0) + c for i, c, _ in new], [b for _, _, b in new]], self.device, torch.long)
+    if new:                                          # one copy: flat table indices, then blocks
+        w = to_device([[i * bt.stride(0) + c for i, c, _ in new], [b for _, _, b in new]],
+                      self.device, torch.long)
         bt.view(-1)[w[0]] = w[1].to(bt.dtype)
