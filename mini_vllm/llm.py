@@ -293,7 +293,7 @@ class EngineClient:
 class LLMEngine(EngineClient):
     "The in-process engine: input processor, engine core, output processor; the caller steps it."
     def __init__(self, model=None, **engine_args):
-        c = model if isinstance(model, EngineConfig) else EngineConfig(model, **engine_args)
+        c = model if isinstance(model, EngineConfig) else EngineConfig.of(model, **engine_args)
         self.config = c = resolve_config(c)
         self.core = make_engine_core(c)
         try:

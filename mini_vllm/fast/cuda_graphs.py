@@ -186,7 +186,7 @@ class CUDAGraphRunner(ModelRunner):
             lambda: f.logits.copy_(self.model.compute_logits(h()[f.m_rows])))
 
     def _mixed_step(self, n: int, meta: AttentionMetadata):
-        "Bucket a mixed step of n tokens replays, its decode rows and prompt tiles; None: eager."
+        "The bucket a mixed step of n tokens replays, its decode rows and tiles; None: eager."
         ql = meta.query_lens
         if not self.mixed or n >= self.mixed[-1] or ql is None: return None
         if len(ql) > self.buf.m_rows.shape[0]: return None

@@ -23,44 +23,45 @@ from ..scheduler import Request, RequestStatus, Scheduler, SchedulerOutput, samp
 # %% ../../nbs/04k_overlap.ipynb #412b3c9c
 @dataclass(eq=False)
 class OverlappedRequest(Request):
-    "A request whose last sampled token may still be on the device: counted in `num_tokens`, read there."
-    num_pending: int = 0                      # tokens sampled on the device that the host has not seen yet
+    "A request whose last sampled token may still be on the device: in `num_tokens`, read there."
+    num_pending: int = 0                      # sampled tokens the host has not seen yet
 
     @property
     def num_tokens(self) -> int: return len(self.all_token_ids) + self.num_pending
 
     def next_tokens(self, n: int) -> list[int]:
-        "A step's inputs, a 0 in the place of each token still on the device (the runner puts it there)."
+        "A step's inputs, with 0 for each token still on the device (the runner puts it there)."
         known = super().next_tokens(n)
         return known + [0] * (n - len(known))
 
 class AsyncScheduler(Scheduler):
-    "The scheduler of a loop one step ahead: a step counts as computed when it is launched, not when it lands."
+    "The scheduler for a loop one step ahead: a step is computed once launched, not once it lands."
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.landing: list[OverlappedRequest] = []     # out of the batch: the token on its way ends them
+        self.landing: list[OverlappedRequest] = []  # out of the batch: the token on its way ends it
 
     def has_unfinished(self) -> bool: return super().has_unfinished() or bool(self.landing)
 
     def launched(self, out: SchedulerOutput):
-        "Step `out` is on the device: its tokens are computed, the tokens it samples are on their way."
+        "Step `out` is on the device: its tokens are computed, those it samples on their way."
         for req, n in zip(out.requests, out.num_new_tokens):
             sampling = samples(req, n)
             req.num_computed_tokens += n
             if not sampling: continue
             req.num_pending += 1
             left = req.sampling_params.max_tokens - len(req.output_token_ids)
-            if left <= req.num_pending or req.num_tokens >= self.max_model_len:   # the last it may take
+            if left <= req.num_pending or req.num_tokens >= self.max_model_len:  # the last it gets
                 self.running.remove(req)
                 self.landing.append(req)
 
     def update(self, out: SchedulerOutput, sampled: dict[str, list[int]]) -> list[tuple]:
-        "Record a step that has landed: its tokens take their places (it was counted as computed at launch)."
+        "Record a landed step: its tokens take their places (it counted as computed at launch)."
         got = []
         for req in out.requests:
             if (tokens := sampled.get(req.request_id)) is None: continue
             req.num_pending -= len(tokens)
-            if not req.status.is_finished: got.append((req, self._accept(req, tokens)))  # else ended meanwhile
+            if req.status.is_finished: continue                   # ended meanwhile
+            got.append((req, self._accept(req, tokens)))
         return got
 
     def lost(self, reqs: list[OverlappedRequest]):
@@ -75,11 +76,13 @@ class AsyncScheduler(Scheduler):
 
 # %% ../../nbs/04k_overlap.ipynb #afa9236a
 def _fill_pending(x: StepInputs, out: SchedulerOutput, last: LaunchedStep):
-    """Put into the inputs of a prepared step the tokens that `last` sampled and the host has not seen (one indexed
-    copy), and note them in the sampling settings of the requests that sample now (their penalties count them)."""
-    row, where, src, mine, at, k = None, [], [], [], 0, 0   # input index, row in `last`, row in `x.sampling`
+    """Copy the tokens `last` sampled, unseen by the host, into a prepared step's inputs (one
+    indexed copy), and note them in the sampling settings of those sampling now (for penalties)."""
+    # where: input index; src: row in `last`; mine: row in `x.sampling`
+    row, where, src, mine, at, k = None, [], [], [], 0, 0
     for req, n in zip(out.requests, out.num_new_tokens):
-        if req.num_pending and req.num_computed_tokens + n > len(req.all_token_ids):  # its last input is on its way
+        # its last input is on its way
+        if req.num_pending and req.num_computed_tokens + n > len(req.all_token_ids):
             row = row or {r.request_id: i for i, r in enumerate(last.sampling)}
             where.append(at + n - 1)
             src.append(row[req.request_id])
@@ -97,7 +100,7 @@ class OverlappedEngineCore(EngineCore):
     def __init__(self, config):
         super().__init__(config)
         self.in_flight: tuple[SchedulerOutput, LaunchedStep] | None = None
-        self.advance = getattr(self.runner, "advance", None)     # chapter 04h's: a step without the host
+        self.advance = getattr(self.runner, "advance", None)  # 04h's: a step without the host
 
     def step(self) -> list[EngineOutput]:
         "Schedule and launch the next step, then wait for the one before it and record it."
@@ -105,7 +108,7 @@ class OverlappedEngineCore(EngineCore):
         if out.requests:
             try: launched = (out, self._launch(out))
             except EngineDeadError: raise
-            except Exception:                          # nothing was counted: the step runs again, checked
+            except Exception:                          # nothing counted: rerun the step, checked
                 done = self._drain()
                 out, result, failed = self._execute(out)
                 self.scheduler.launched(out)           # launched and landed at once
@@ -116,10 +119,10 @@ class OverlappedEngineCore(EngineCore):
         return done
 
     def _launch(self, out: SchedulerOutput) -> LaunchedStep:
-        "Queue `out` on the device without waiting; its inputs still on the device come from the step in flight."
+        "Queue `out` without waiting; its inputs still on the device come from the step in flight."
         last = self.in_flight[1] if self.in_flight is not None else None
-        if last is not None and self.advance is not None and (step := self.advance(last, out)) is not None:
-            return step
+        if last is not None and self.advance is not None:
+            if (step := self.advance(last, out)) is not None: return step
         x = self.runner.prepare(out)
         if last is not None: _fill_pending(x, out, last)
         return self.runner.launch(x)
@@ -138,20 +141,21 @@ class OverlappedEngineCore(EngineCore):
 _NP = {torch.long: np.int64, torch.int32: np.int32, torch.float32: np.float32, torch.bool: np.bool_}
 
 class Staging:
-    """Pinned host memory reused for small copies to a GPU. Two halves, filled one after the other; when the host
-    leaves a half it records an event on the device's stream, and before it writes that half again it waits for the
-    event, so a copy's source is never overwritten before the GPU has read it. One process-wide instance per device
-    (`to_device`); its 4 MiB halves hold the inputs of several steps of 16,384 tokens, so that wait finds the copies
-    long done. `device=None`: ordinary memory and no events (the CPU check below)."""
+    """Pinned host memory reused for small copies to a GPU. Two halves, filled one after the other;
+    when the host leaves a half it records an event on the device's stream, and before it writes
+    that half again it waits for the event, so a copy's source is never overwritten before the GPU
+    has read it. One process-wide instance per device (`to_device`); its 4 MiB halves hold the
+    inputs of several steps of 16,384 tokens, so that wait finds the copies long done.
+    `device=None`: ordinary memory and no events (the CPU check below)."""
     def __init__(self, nbytes: int = 1 << 23, device: torch.device | None = None):
         self.device = device
         self.buf = torch.empty(nbytes, dtype=torch.uint8, pin_memory=device is not None)
-        self.np = self.buf.numpy()                             # lists are written through numpy: a fraction of the
-        self.half, self.at, self.left = 0, 0, [None, None]     # cost of torch.tensor(list)
+        self.np = self.buf.numpy()  # lists via numpy: a fraction of torch.tensor(list)'s cost
+        self.half, self.at, self.left = 0, 0, [None, None]
         self.lock = threading.Lock()
 
     def _take(self, n: int) -> int | None:
-        "The offset of n free bytes, 16-byte aligned, in the half being filled (or the next); None if n > a half."
+        "Offset of n free bytes, 16-byte aligned, in this half or the next; None if n > a half."
         H = self.buf.numel() // 2
         if n > H: return None
         with self.lock:
@@ -166,8 +170,8 @@ class Staging:
         return start
 
     def host(self, values, dtype=None) -> torch.Tensor | None:
-        """`values` (a host tensor, a list, or a list of equal-length lists) written into the staging memory: a
-        tensor that views it. None if they take more than a half."""
+        """`values` (a host tensor, a list, or a list of equal-length lists) written into staging
+        memory: a tensor that views it. None if they take more than a half."""
         if isinstance(values, torch.Tensor) or dtype not in _NP:
             t = torch.as_tensor(values, dtype=dtype)
             n = t.numel() * t.element_size()
@@ -182,7 +186,7 @@ class Staging:
         return torch.from_numpy(v)
 
     def to_device(self, values, dtype=None) -> torch.Tensor:
-        "`values` on this buffer's device, copied through the buffer (a copy too large for it, pinned alone)."
+        "`values` on the buffer's device, copied through it (one too large for it: pinned alone)."
         host = self.host(values, dtype)
         if host is None: host = torch.as_tensor(values, dtype=dtype).pin_memory()
         return host.to(self.device, non_blocking=True)
@@ -190,7 +194,9 @@ class Staging:
 def use_staging(device: torch.device):
     "From now on, `to_device` copies to `device` (a GPU) through a `Staging` buffer of its own."
     if device.type != "cuda": return
-    device = torch.device("cuda", torch.cuda.current_device() if device.index is None else device.index)
+    device = torch.device("cuda", torch.cuda.current_device() if device.index is None
+                          else device.index)
     if device in _copiers: return
     _copiers[device] = Staging(device=device).to_device
-    if device.index == torch.cuda.current_device(): _copiers[torch.device("cuda")] = _copiers[device]
+    if device.index == torch.cuda.current_device():
+        _copiers[torch.device("cuda")] = _copiers[device]
