@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..outputs import CompletionOutput
+from ..outputs import CompletionOutput, RequestOutput
 from ..sampling import SamplingParams
 
 # %% ../../nbs/06b1_protocol.ipynb #0a637350
@@ -26,14 +26,15 @@ def clip(s: str, n: int = 200) -> str:
 
 class OpenAIError(Exception):
     "An error answered with OpenAI's error body."
-    def __init__(self, status: int, message: str, type: str = "invalid_request_error", param: str | None = None,
-                 code: str | None = None, headers: dict | None = None):
+    def __init__(self, status: int, message: str, type: str = "invalid_request_error",
+                 param: str | None = None, code: str | None = None, headers: dict | None = None):
         super().__init__(message)
         self.status, self.message, self.type = status, clip(message, 1000), type
         self.param, self.code, self.headers = param, code, headers
 
     def body(self) -> dict:
-        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+        return {"error": {"message": self.message, "type": self.type, "param": self.param,
+                          "code": self.code}}
 
     def response(self) -> JSONResponse:
         return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
@@ -59,12 +60,15 @@ class _SamplingFields(_Strict):
     n: Int64 | None = None
     stop: str | list[str] | None = None
     seed: Seed | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
     stream: bool | None = False
     stream_options: StreamOptions | None = None
     top_k: Int64 | None = None                 # vLLM's extras from here on
     min_tokens: Int64 | None = None
     ignore_eos: bool | None = None
     stop_token_ids: list[Int64] | None = None
+    repetition_penalty: float | None = None
 
 # %% ../../nbs/06b1_protocol.ipynb #40458c29
 class CompletionRequest(_SamplingFields):
@@ -89,10 +93,10 @@ class ChatCompletionRequest(_SamplingFields):
     top_logprobs: Int64 | None = None
 
 # %% ../../nbs/06b1_protocol.ipynb #p2-unsup
-NO_OPS = {"response_format": ({"type": "text"},), "tools": ([],), "tool_choice": ("none",), "functions": ([],),
-          "function_call": ("none",), "parallel_tool_calls": (True, False), "logit_bias": ({},), "suffix": ("",),
-          "presence_penalty": (0,), "frequency_penalty": (0,), "repetition_penalty": (1,), "best_of": (),
-          "logprobs_processors": (), "guided_json": (), "guided_regex": (), "guided_choice": (), "prompt_logprobs": ()}
+NO_OPS = {"response_format": ({"type": "text"},), "tools": ([],), "tool_choice": ("none",),
+          "functions": ([],), "function_call": ("none",), "parallel_tool_calls": (True, False),
+          "logit_bias": ({},), "suffix": ("",), "best_of": (), "logprobs_processors": (),
+          "guided_json": (), "guided_regex": (), "guided_choice": (), "prompt_logprobs": ()}
 
 def check_supported(r: _SamplingFields):
     "400 naming the first field that the engine does not implement (unless it changes nothing)."
@@ -101,7 +105,8 @@ def check_supported(r: _SamplingFields):
             continue
         if k == "best_of" and v == (r.n or 1) and not isinstance(v, bool):
             continue
-        raise OpenAIError(400, f"{k} is not supported by this server", param=k, code="unsupported_parameter")
+        raise OpenAIError(400, f"{k} is not supported by this server", param=k,
+                          code="unsupported_parameter")
 
 # %% ../../nbs/06b1_protocol.ipynb #c0713079
 PROMPT_TYPES = "a string, a list of strings, a list of token ids, or a list of lists of token ids"
@@ -111,8 +116,7 @@ def describe(e: ValidationError) -> tuple[str, str | None]:
     err = e.errors()[0]
     tags = ("str", "int", "float", "bool", "none")
     is_tag = lambda x: isinstance(x, str) and ("[" in x or x.startswith("function") or x in tags)
-    # drop union members' tags: ('prompt', 'list[int]', 1) -> prompt.1
-    loc = [str(x) for x in err["loc"] if not is_tag(x)]
+    loc = [str(x) for x in err["loc"] if not is_tag(x)]    # ('prompt', 'list[int]', 1) -> prompt.1
     field = ".".join(loc) or None
     if err["type"] == "json_invalid":
         return f"the body is not valid JSON: {err['msg']}", None
@@ -125,46 +129,50 @@ def describe(e: ValidationError) -> tuple[str, str | None]:
     return f"{field}: {err['msg']}", loc[0]
 
 # %% ../../nbs/06b1_protocol.ipynb #6b5fa037
-def bad_request(e: Exception) -> OpenAIError:
-    "A 400 from an engine ValueError, with `param` the request field it carries (if any)."
-    return OpenAIError(400, str(e), param=getattr(e, "param", None))
+def bad_request(e: Exception, names: dict | None = None) -> OpenAIError:
+    "A 400 from an engine ValueError, `param` the request's name for the field it carries (if any)."
+    param, message = getattr(e, "param", None), str(e)
+    if names and param in names:
+        param, message = names[param], message.replace(param, names[param], 1)
+    return OpenAIError(400, message, param=param, code=getattr(e, "code", None))
 
 # %% ../../nbs/06b1_protocol.ipynb #53fe328c
-def sampling_params(r: _SamplingFields, max_tokens: int, logprobs: int | None, max_n: int) -> SamplingParams:
+def sampling_params(r: _SamplingFields, max_tokens: int, logprobs: int | None, max_n: int,
+                    names: dict | None = None) -> SamplingParams:
     "The engine's SamplingParams for a request; OpenAIError (400) naming the bad field."
     check_supported(r)
     if r.n is not None and not 1 <= r.n <= max_n:
         raise OpenAIError(400, f"n must be in [1, {max_n}], got {r.n}", param="n")
     if r.stream_options is not None and not r.stream:
-        raise OpenAIError(400, "stream_options is only allowed with stream=true", param="stream_options")
+        raise OpenAIError(400, "stream_options is only allowed with stream=true",
+                          param="stream_options")
     d = lambda v, default: default if v is None else v
     try:
-        return SamplingParams(n=d(r.n, 1), temperature=d(r.temperature, 1.0), top_p=d(r.top_p, 1.0), top_k=r.top_k,
-                              max_tokens=max_tokens, min_tokens=d(r.min_tokens, 0), stop=r.stop,
-                              stop_token_ids=r.stop_token_ids, ignore_eos=d(r.ignore_eos, False), seed=r.seed,
-                              logprobs=logprobs)
+        return SamplingParams(n=d(r.n, 1), temperature=d(r.temperature, 1.0), top_p=d(r.top_p, 1.0),
+                              top_k=r.top_k, max_tokens=max_tokens, min_tokens=d(r.min_tokens, 0),
+                              stop=r.stop, stop_token_ids=r.stop_token_ids,
+                              ignore_eos=d(r.ignore_eos, False), seed=r.seed, logprobs=logprobs,
+                              presence_penalty=d(r.presence_penalty, 0.0),
+                              frequency_penalty=d(r.frequency_penalty, 0.0),
+                              repetition_penalty=d(r.repetition_penalty, 1.0))
     except ValueError as e:
-        raise bad_request(e) from None
+        raise bad_request(e, names) from None
 
 # %% ../../nbs/06b1_protocol.ipynb #b292a65c
 class ChoiceState:
-    "How much of one choice has been sent."
-    def __init__(self, params: SamplingParams, prefix: str = ""):
-        self.holdback = max(map(len, params.stop)) - 1 if params.stop else 0
-        self.prefix, self.text_sent, self.tokens_sent, self.done = prefix, 0, 0, False
-        self.offset = len(prefix)                      # where the next token's text starts (log-probs' text_offset)
+    "What one choice has sent: the prompt's text (echo), where its text ends, whether it finished."
+    def __init__(self, prefix: str = ""):
+        self.prefix, self.done = prefix, False
+        self.offset = len(prefix)            # where the next token's text starts (text_offset)
 
     def delta(self, c: CompletionOutput):
-        "(text, token ids, logprobs, finish_reason) new since the last call, or None if nothing is."
-        end = len(c.text) if c.finish_reason else max(len(c.text) - self.holdback, self.text_sent)
-        text, ids = c.text[self.text_sent:end], c.token_ids[self.tokens_sent:]
-        lps = c.logprobs[self.tokens_sent:len(c.token_ids)] if c.logprobs is not None else None
+        "(text, token ids, logprobs, finish_reason) of a new output, or None if it brings nothing."
         finish = c.finish_reason if c.finish_reason and not self.done else None
-        if not (text or ids or finish):
+        if not (c.text or c.token_ids or finish):
             return None
-        text, self.prefix = self.prefix + text, ""                   # echo: the prompt goes out with the first piece
-        self.text_sent, self.tokens_sent, self.done = end, len(c.token_ids), self.done or finish is not None
-        return text, ids, lps, finish
+        text, self.prefix = self.prefix + c.text, ""       # echo: the prompt goes first
+        self.done = self.done or finish is not None
+        return text, c.token_ids, c.logprobs, finish
 
 # %% ../../nbs/06b1_protocol.ipynb #5a20238b
 def token_str(tok, t: int) -> str:
@@ -180,9 +188,11 @@ def completion_logprobs(tok, ids: list[int], lps: list[dict], offset: int) -> di
 
 def chat_logprobs(tok, ids: list[int], lps: list[dict], top: int) -> dict:
     "OpenAI's chat `logprobs` object for some tokens, with `top` alternatives each."
-    entry = lambda t, v: {"token": (s := token_str(tok, t)), "logprob": v, "bytes": list(s.encode())}
-    return {"content": [{**entry(t, lp[t]),
-                         "top_logprobs": [entry(k, v) for k, v in sorted(lp.items(), key=lambda kv: -kv[1])[:top]]}
+    def entry(t, v):
+        s = token_str(tok, t)
+        return {"token": s, "logprob": v, "bytes": list(s.encode())}
+    best = lambda lp: sorted(lp.items(), key=lambda kv: -kv[1])[:top]
+    return {"content": [{**entry(t, lp[t]), "top_logprobs": [entry(k, v) for k, v in best(lp)]}
                         for t, lp in zip(ids, lps)]}
 
 # %% ../../nbs/06b1_protocol.ipynb #e0895f14
@@ -194,8 +204,9 @@ def prompt_list(p) -> list:
         raise OpenAIError(400, "prompt must not be empty", param="prompt")
     return [p] if isinstance(p[0], int) else list(p)
 
-def usage(finals) -> dict:
-    "OpenAI's usage block for a list of final RequestOutputs."
-    prompt = sum(len(o.prompt_token_ids) for o in finals)
-    completion = sum(len(c.token_ids) for o in finals for c in o.outputs)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+def usage(outputs: list[RequestOutput]) -> dict:
+    "OpenAI's usage block, from every output that a request's prompts got."
+    prompt = sum({o.request_id: len(o.prompt_token_ids) for o in outputs}.values())
+    completion = sum(len(c.token_ids) for o in outputs for c in o.outputs)
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}

@@ -17,14 +17,17 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect
 
-from .async_engine import AsyncLLMEngine, EngineOverloaded, EngineStepError, iterate
-from ..llm import LLMEngine
+from ..llm import EngineClient
+from ..model_runner import EngineDeadError
 from ..outputs import CompletionOutput
-from .protocol import ChatCompletionRequest, ChoiceState, CompletionRequest, OpenAIError, bad_request, clip
-from .protocol import chat_logprobs, completion_logprobs, describe, prompt_list, sampling_params, usage
 from ..sampling import SamplingParams
+from .async_engine import AsyncLLMEngine, EngineOverloaded, EngineStepError, iterate
+from .protocol import (ChatCompletionRequest, ChoiceState, CompletionRequest,
+                                      OpenAIError, bad_request, chat_logprobs, clip,
+                                      completion_logprobs, describe, prompt_list, sampling_params,
+                                      usage)
 
-logger = logging.getLogger("mini_vllm.serve.server")   # the server's log, whichever module writes to it
+logger = logging.getLogger("mini_vllm.serve.server")   # the server's log, whichever module writes
 
 # %% ../../nbs/06b2_serving.ipynb #80664c80
 @dataclass
@@ -38,13 +41,17 @@ class ServerLimits:
     timeout_keep_alive: float = 5.0     # seconds an idle connection stays open
     max_connections: int = 1024         # open connections; more are answered 503 and closed
     shutdown_grace: float = 5.0         # seconds running requests may finish when the server stops
+    tokenizer_threads: int = 1          # threads that tokenize long prompts (06a)
 
     def __post_init__(self):
         for k, v in vars(self).items():
             if v is None and k == "max_waiting":
                 continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= (0 if k == "max_waiting" else 1e-3):
+            least = 0 if k == "max_waiting" else 1e-3
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= least:
                 raise ValueError(f"{k} must be a positive number, got {v!r}")
+        if not isinstance(self.tokenizer_threads, int):
+            raise ValueError(f"tokenizer_threads must be an integer, got {self.tokenizer_threads}")
 
 # %% ../../nbs/06b2_serving.ipynb #p2-readjson
 class ClientDisconnected(Exception):
@@ -52,7 +59,8 @@ class ClientDisconnected(Exception):
 
 async def read_json(request: Request, model: type[BaseModel], limit: int) -> BaseModel:
     "The request body parsed into `model`; OpenAIError on a body too large or invalid."
-    too_big = OpenAIError(413, f"the request body is larger than the limit of {limit} bytes", code="request_too_large")
+    too_big = OpenAIError(413, f"the request body is larger than the limit of {limit} bytes",
+                          code="request_too_large", headers={"Connection": "close"})
     if int(request.headers.get("content-length") or 0) > limit:
         raise too_big
     body = bytearray()
@@ -62,7 +70,8 @@ async def read_json(request: Request, model: type[BaseModel], limit: int) -> Bas
             if len(body) > limit:
                 raise too_big
     except ClientDisconnect:
-        logger.warning("client %s went away after %d bytes of its request body", request.client, len(body))
+        logger.warning("client %s went away after %d bytes of its request body", request.client,
+                       len(body))
         raise ClientDisconnected() from None
     try:
         return model.model_validate_json(bytes(body))
@@ -72,7 +81,7 @@ async def read_json(request: Request, model: type[BaseModel], limit: int) -> Bas
 
 # %% ../../nbs/06b2_serving.ipynb #89310877
 async def until_disconnected(receive, coro):
-    "Await `coro`; raise ClientDisconnected (cancelling it) if the client goes away first. `receive`: the ASGI one."
+    "Await `coro`; raise ClientDisconnected (cancelling it) if the client goes away first."
     async def watch():
         while (await receive())["type"] != "http.disconnect":
             pass
@@ -86,36 +95,37 @@ async def until_disconnected(receive, coro):
         work.cancel()
         watcher.cancel()
 
-
 # %% ../../nbs/06b2_serving.ipynb #f0fd843a
 class EventStream(StreamingResponse):
-    "Server-sent events: each item of `events` (one line, as JSON is) is a `data:` event, until the client leaves."
+    "Server-sent events: each item of `events` (one line, as JSON is) is a `data:` event."
     def __init__(self, events):
         super().__init__(events, media_type="text/event-stream",
                          headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 
     async def __call__(self, scope, receive, send):
         async def stream():
-            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            await send({"type": "http.response.start", "status": self.status_code,
+                        "headers": self.raw_headers})
             async for data in self.body_iterator:
-                await send({"type": "http.response.body", "body": f"data: {data}\n\n".encode(), "more_body": True})
+                event = f"data: {data}\n\n".encode()
+                await send({"type": "http.response.body", "body": event, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         try: await until_disconnected(receive, stream())
         except ClientDisconnected: pass
 
-
 # %% ../../nbs/06b2_serving.ipynb #p2-serving
 class OpenAIServing:
     "The OpenAI-compatible endpoints over one AsyncLLMEngine."
-    def __init__(self, engine: LLMEngine, model_name: str, limits: ServerLimits | None = None,
+    def __init__(self, engine: EngineClient, model_name: str, limits: ServerLimits | None = None,
                  max_n: int | None = None):
         self.engine, self.tok, self.model_name = engine, engine.tokenizer, model_name
-        self.limits = limits or ServerLimits()
-        self.max_body_bytes = self.limits.max_body_bytes
-        self.aeng = AsyncLLMEngine(engine, model_name)
+        self.limits = lim = limits or ServerLimits()
+        self.max_body_bytes = lim.max_body_bytes
+        self.aeng = AsyncLLMEngine(engine, model_name, lim.max_waiting,
+                                   tokenizer_threads=lim.tokenizer_threads)
         self.max_n = max_n or min(128, engine.max_num_seqs)
         self.created = int(time.time())
-        self.reserved, self.inflight, self.closing = 0, set(), False
+        self.inflight, self.closing = set(), False
 
     def check_model(self, name: str | None):
         "404 unless `name` is the served model (or absent)."
@@ -125,43 +135,37 @@ class OpenAIServing:
 
     # Admission
 
-    async def _admit(self, num_prompts: int, params: SamplingParams) -> int:
-        "Check a request against the limits before any of it is queued; returns its sequences, now reserved."
+    def _admit(self, num_prompts: int, params: SamplingParams):
+        "Check a request's size against the limits before any of it is tokenized or queued."
         lim, seqs = self.limits, num_prompts * params.n
-        cap = min(lim.max_request_seqs, lim.max_waiting or lim.max_request_seqs)
         if self.closing:
-            raise OpenAIError(503, "the server is shutting down", "server_error", code="server_shutdown")
-        if seqs > cap:
-            message = f"this request asks for {seqs} sequences (prompts x n); at most {cap} are allowed"
-            raise OpenAIError(400, message, param="prompt" if params.n == 1 else "n", code="too_many_sequences")
+            raise OpenAIError(503, "the server is shutting down", "server_error",
+                              code="server_shutdown")
+        if seqs > lim.max_request_seqs:
+            message = (f"this request asks for {seqs} sequences (prompts x n); at most "
+                       f"{lim.max_request_seqs} are allowed")
+            raise OpenAIError(400, message, param="prompt" if params.n == 1 else "n",
+                              code="too_many_sequences")
         num_stops = len(params.stop or [])
         if num_stops * seqs > lim.max_stop_total:
-            message = f"{num_stops} stop strings x {seqs} sequences is more than {lim.max_stop_total}"
+            message = f"{num_stops} stop strings x {seqs} sequences exceed {lim.max_stop_total}"
             raise OpenAIError(400, message, param="stop", code="too_many_stop_strings")
-        if lim.max_waiting is None:
-            return 0
-        waiting = await self.aeng.call(self.aeng.num_waiting) + self.reserved   # held prompts count as waiting
-        if waiting + seqs > lim.max_waiting:
-            message = (f"the server is overloaded: {waiting} sequences are waiting and this request adds {seqs} "
-                       f"(max_waiting={lim.max_waiting}); try again later")
-            raise OpenAIError(503, message, "server_error", code="overloaded", headers={"Retry-After": "1"})
-        self.reserved += seqs
-        return seqs
 
-    async def _add(self, prompts, params, rid, stream, fill_max_tokens=False):
-        "Admit and queue the prompts of one HTTP request; engine refusals become OpenAIErrors."
-        seqs, ids = 0, [f"{rid}-{i}" for i in range(len(prompts))]
+    async def _add(self, prompts, params, rid, stream, fill_max_tokens=False,
+                   add_special_tokens=True, names=None):
+        "Admit and queue the prompts of one HTTP request; refusals as OpenAIErrors."
+        self._admit(len(prompts), params)
+        ids = [f"{rid}-{i}" for i in range(len(prompts))]
         try:
-            seqs = await self._admit(len(prompts), params)
-            streams = await self.aeng.add_requests(prompts, [params] * len(prompts), ids, stream, fill_max_tokens)
+            streams = await self.aeng.add_requests(prompts, [params] * len(prompts), ids, stream,
+                                                   fill_max_tokens, add_special_tokens)
         except ValueError as e:
-            raise bad_request(e) from None
+            raise bad_request(e, names) from None
         except EngineOverloaded as e:
-            raise OpenAIError(503, str(e), "server_error", code="overloaded", headers={"Retry-After": "1"}) from None
-        except EngineStepError as e:
+            raise OpenAIError(503, str(e), "server_error", code="overloaded",
+                              headers={"Retry-After": "1"}) from None
+        except (EngineStepError, EngineDeadError) as e:
             raise OpenAIError(503, str(e), "server_error", code="engine_unavailable") from None
-        finally:
-            self.reserved -= seqs
         self.inflight.update(streams)
         return streams
 
@@ -176,7 +180,7 @@ class OpenAIServing:
             return finals
         try:
             return await until_disconnected(request.receive, collect())
-        except EngineStepError as e:
+        except (EngineStepError, EngineDeadError) as e:
             raise self._step_error(e) from None
 
     def _sse(self, events) -> EventStream:
@@ -191,10 +195,12 @@ class OpenAIServing:
                 self.aeng.abort(s.request_id)
 
     def _step_error(self, e: Exception) -> OpenAIError:
-        "The error for a request that the engine ended: 503 while the server stops, else 500."
+        "The error for a request the engine ended: 503 if the server stops or the engine has gone."
         if self.closing:
-            return OpenAIError(503, "the server stopped before this request finished", "server_error",
-                               code="server_shutdown")
+            return OpenAIError(503, "the server stopped before this request finished",
+                               "server_error", code="server_shutdown")
+        if self.engine.dead:
+            return OpenAIError(503, str(e), "server_error", code="engine_unavailable")
         return OpenAIError(500, str(e), "server_error")
 
     # /v1/completions
@@ -205,15 +211,19 @@ class OpenAIServing:
         self.check_model(r.model)
         prompts = prompt_list(r.prompt)
         if r.echo and r.logprobs is not None:
-            raise OpenAIError(400, "echo with logprobs is not supported (no prompt logprobs)", param="echo")
-        params = sampling_params(r, 16 if r.max_tokens is None else r.max_tokens, r.logprobs, self.max_n)
+            raise OpenAIError(400, "echo with logprobs is not supported (no prompt logprobs)",
+                              param="echo")
+        max_tokens = 16 if r.max_tokens is None else r.max_tokens
+        params = sampling_params(r, max_tokens, r.logprobs, self.max_n)
         rid, created = f"cmpl-{uuid.uuid4().hex}", int(time.time())
         streams = await self._add(prompts, params, rid, bool(r.stream))
         echo = [self._prompt_text(p) if r.echo else "" for p in prompts]
-        states = [[ChoiceState(params, e) for _ in range(params.n)] for e in echo]
-        head = {"id": rid, "object": "text_completion", "created": created, "model": self.model_name}
+        states = [[ChoiceState(e) for _ in range(params.n)] for e in echo]
+        head = {"id": rid, "object": "text_completion", "created": created,
+                "model": self.model_name}
         if r.stream:
-            return self._sse(self._completion_events(streams, states, head, params, r.stream_options))
+            events = self._completion_events(streams, states, head, params, r.stream_options)
+            return self._sse(events)
         try:
             finals = await self._finals(request, streams)
         finally:
@@ -228,8 +238,9 @@ class OpenAIServing:
             return p
         return self.tok.decode(p) if self.tok else ""
 
-    def _completion_choice(self, index: int, st: ChoiceState, c: CompletionOutput, params: SamplingParams):
-        "A completions choice with what is new in `c` (None if nothing is)."
+    def _completion_choice(self, index: int, st: ChoiceState, c: CompletionOutput,
+                           params: SamplingParams):
+        "A completions choice with what `c` brings (None if nothing)."
         d = st.delta(c)
         if d is None:
             return None
@@ -244,18 +255,18 @@ class OpenAIServing:
         "The SSE events of a streamed completion."
         with_usage = stream_options is not None and stream_options.include_usage
         extra = {"usage": None} if with_usage else {}
-        finals = [None] * len(streams)
+        seen = []
         try:
             async for i, out in iterate(streams):
-                finals[i] = out
-                choices = [self._completion_choice(i * params.n + c.index, states[i][c.index], c, params)
-                           for c in out.outputs]
+                seen.append(out)
+                choices = [self._completion_choice(i * params.n + c.index, states[i][c.index], c,
+                                                   params) for c in out.outputs]
                 choices = [c for c in choices if c is not None]
                 if choices:
                     yield json.dumps({**head, "choices": choices, **extra})
             if with_usage:
-                yield json.dumps({**head, "choices": [], "usage": usage(finals)})
-        except EngineStepError as e:
+                yield json.dumps({**head, "choices": [], "usage": usage(seen)})
+        except (EngineStepError, EngineDeadError) as e:
             yield json.dumps(self._step_error(e).body())
         finally:
             self._abort_unfinished(streams)
@@ -263,21 +274,22 @@ class OpenAIServing:
 
     # /v1/chat/completions
 
-    def _chat_prompt(self, r: ChatCompletionRequest):
-        "The prompt of a chat request: a function of the tokenizer, run in the engine loop."
+    def _chat_prompt(self, r: ChatCompletionRequest) -> str:
+        "The prompt of a chat request, as text: its messages in the tokenizer's chat template."
         if self.tok is None or not getattr(self.tok, "chat_template", None):
-            raise OpenAIError(400, f"the model {self.model_name} has no chat template: use /v1/completions",
-                              param="messages")
+            raise OpenAIError(400, f"the model {self.model_name} has no chat template: use "
+                                   "/v1/completions", param="messages")
         if not r.messages:
             raise OpenAIError(400, "messages must not be empty", param="messages")
-        msgs = [{"role": m.role,
-                 "content": m.content if isinstance(m.content, str) else "".join(p.text for p in m.content or [])}
-                for m in r.messages]
+        def text(m):
+            parts = m.content if isinstance(m.content, str) else [p.text for p in m.content or []]
+            return "".join(parts)
+        msgs = [{"role": m.role, "content": text(m)} for m in r.messages]
         try:
-            text = self.tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+            return self.tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
         except Exception as e:
-            raise OpenAIError(400, f"messages do not fit the chat template: {e}", param="messages") from None
-        return lambda tok: tok(text, add_special_tokens=False)["input_ids"]
+            raise OpenAIError(400, f"messages do not fit the chat template: {e}",
+                              param="messages") from None
 
     async def chat(self, request: Request):
         "POST /v1/chat/completions"
@@ -285,12 +297,17 @@ class OpenAIServing:
         self.check_model(r.model)
         if r.top_logprobs is not None and not r.logprobs:
             raise OpenAIError(400, "top_logprobs needs logprobs=true", param="top_logprobs")
-        max_tokens = r.max_completion_tokens if r.max_completion_tokens is not None else r.max_tokens
+        names = {"logprobs": "top_logprobs"}
+        max_tokens = r.max_tokens
+        if r.max_completion_tokens is not None:
+            max_tokens, names["max_tokens"] = r.max_completion_tokens, "max_completion_tokens"
         params = sampling_params(r, self.engine.max_model_len if max_tokens is None else max_tokens,
-                                 (r.top_logprobs or 0) if r.logprobs else None, self.max_n)
-        prompt, rid, created = self._chat_prompt(r), f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
-        [s] = await self._add([prompt], params, rid, bool(r.stream), fill_max_tokens=max_tokens is None)
-        states = [ChoiceState(params) for _ in range(params.n)]
+                                 (r.top_logprobs or 0) if r.logprobs else None, self.max_n, names)
+        prompt, rid = self._chat_prompt(r), f"chatcmpl-{uuid.uuid4().hex}"
+        created = int(time.time())
+        [s] = await self._add([prompt], params, rid, bool(r.stream), max_tokens is None,
+                              add_special_tokens=False, names=names)      # the template holds them
+        states = [ChoiceState() for _ in range(params.n)]
         if r.stream:
             return self._sse(self._chat_events(s, states, created, rid, params, r.stream_options))
         try:
@@ -298,19 +315,21 @@ class OpenAIServing:
         finally:
             self._abort_unfinished([s])
         choices = [{"index": c.index, "message": {"role": "assistant", "content": c.text},
-                    "finish_reason": c.finish_reason, "logprobs": self._chat_logprobs(c.token_ids, c.logprobs, params)}
+                    "finish_reason": c.finish_reason,
+                    "logprobs": self._chat_logprobs(c.token_ids, c.logprobs, params)}
                    for c in final.outputs]
-        return {"id": rid, "object": "chat.completion", "created": created, "model": self.model_name,
-                "choices": choices, "usage": usage([final])}
+        return {"id": rid, "object": "chat.completion", "created": created,
+                "model": self.model_name, "choices": choices, "usage": usage([final])}
 
-    def _chat_logprobs(self, ids: list[int], lps: list[dict] | None, params: SamplingParams) -> dict | None:
+    def _chat_logprobs(self, ids: list[int], lps: list[dict] | None,
+                       params: SamplingParams) -> dict | None:
         "The chat `logprobs` object for some tokens (None unless the request asked for log-probs)."
         if params.logprobs is None:
             return None
         return chat_logprobs(self.tok, ids, lps, params.logprobs)
 
     def _chat_chunk_choice(self, st: ChoiceState, c: CompletionOutput, params: SamplingParams):
-        "A chat chunk's choice with what is new in `c` (None if nothing is)."
+        "A chat chunk's choice with what `c` brings (None if nothing)."
         d = st.delta(c)
         if d is None:
             return None
@@ -320,22 +339,25 @@ class OpenAIServing:
 
     async def _chat_events(self, s, states, created, rid, params, stream_options):
         "The SSE events of a streamed chat completion."
-        head = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": self.model_name}
+        head = {"id": rid, "object": "chat.completion.chunk", "created": created,
+                "model": self.model_name}
         with_usage = stream_options is not None and stream_options.include_usage
         extra = {"usage": None} if with_usage else {}
-        final = None
+        seen = []
         chunk = lambda choices: json.dumps({**head, "choices": choices, **extra})
         try:
-            yield chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                          "finish_reason": None} for i in range(params.n)])
-            async for _, final in iterate([s]):
-                choices = [self._chat_chunk_choice(states[c.index], c, params) for c in final.outputs]
+            opening = {"role": "assistant", "content": ""}
+            yield chunk([{"index": i, "delta": opening, "logprobs": None, "finish_reason": None}
+                         for i in range(params.n)])
+            async for _, out in iterate([s]):
+                seen.append(out)
+                choices = [self._chat_chunk_choice(states[c.index], c, params) for c in out.outputs]
                 choices = [c for c in choices if c is not None]
                 if choices:
                     yield chunk(choices)
             if with_usage:
-                yield json.dumps({**head, "choices": [], "usage": usage([final])})
-        except EngineStepError as e:
+                yield json.dumps({**head, "choices": [], "usage": usage(seen)})
+        except (EngineStepError, EngineDeadError) as e:
             yield json.dumps(self._step_error(e).body())
         finally:
             self._abort_unfinished([s])
@@ -345,19 +367,20 @@ class OpenAIServing:
 
     async def models(self, request: Request):
         "GET /v1/models"
-        model = {"id": self.model_name, "object": "model", "created": self.created, "owned_by": "mini_vllm"}
+        model = {"id": self.model_name, "object": "model", "created": self.created,
+                 "owned_by": "mini_vllm", "max_model_len": self.engine.max_model_len}
         return {"object": "list", "data": [model]}
 
     async def health(self, request: Request):
-        "GET /health: 200 while the engine loop runs (and the engine's process, if it has one: chapter 06e)."
-        return Response(status_code=200 if self.aeng.running and not getattr(self.engine, "dead", None) else 503)
+        "GET /health: 200 while the engine loop runs and the engine can go on."
+        return Response(status_code=200 if self.aeng.running and not self.engine.dead else 503)
 
     async def metrics(self, request: Request):
         "GET /metrics, in Prometheus' text format."
         return Response(self.aeng.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     async def drain(self, grace: float):
-        "Refuse new requests; let running ones finish for `grace` seconds, then end each with an error."
+        "Refuse new requests; let running ones finish within `grace` seconds, then fail the rest."
         self.closing = True
         deadline = time.monotonic() + grace
         while any(not s.finished for s in self.inflight) and time.monotonic() < deadline:
@@ -368,4 +391,3 @@ class OpenAIServing:
         deadline = time.monotonic() + 2
         while self.inflight and time.monotonic() < deadline:       # their answers go out
             await asyncio.sleep(0.05)
-
