@@ -23,12 +23,12 @@ from .sampling import ParamError
 # %% ../nbs/04e2_build.ipynb #825a3a28
 @dataclass(frozen=True)
 class Backend:
-    "A backend's parts, each `module:name`, imported the first time an engine asks for it; None: 01a's own."
+    "A backend's parts, each `module:name`, imported when an engine first asks for it; None: 01a's."
     attention: str                     # the paged attention (04c, 04g1, 04j)
-    ops: str | None = None             # a Llama-family model's operations on one device (04g, 04i, 04j)
+    ops: str | None = None             # a Llama-family model's ops on one device (04g, 04i, 04j)
     tp_ops: str | None = None          # ... on a rank of a tensor-parallel group (09a)
     quant_linear: str = "mini_vllm.quant.quantization:QuantLinear"   # chapter 05's quantized layer
-    after_quant: str | None = None     # what a quantized model is given then (05b's norms that split)
+    after_quant: str | None = None     # what a quantized model gets then (05b's norms that split)
     packs_cpu_linears: bool = True     # on a CPU, bf16 weights packed in oneDNN's layout once (04j)
     cuda_graphs: bool = False          # on a GPU, steps replayed from CUDA graphs (04h)
 
@@ -36,13 +36,14 @@ BACKENDS = {
     "torch": Backend("mini_vllm.paged_attention:TorchPagedAttention"),
     "cpu": Backend("mini_vllm.fast.cpu:CPUPagedAttention", "mini_vllm.fast.cpu:CPUOps"),
     "triton": Backend("mini_vllm.fast.triton_attention:TritonPagedAttention",
-                      "mini_vllm.fast.small_batch:SmallBatchOps", "mini_vllm.fast.triton_kernels:TritonOps",
+                      "mini_vllm.fast.small_batch:SmallBatchOps",
+                      "mini_vllm.fast.triton_kernels:TritonOps",
                       "mini_vllm.quant.quant_kernels:TritonQuantLinear",
                       "mini_vllm.quant.quant_kernels:fuse_byte_split", packs_cpu_linears=False,
                       cuda_graphs=True)}
 
 def backend_part(backend: str, part: str):
-    "A part of a backend (its `attention`, `ops`, ...), imported the first time it is asked for; or None."
+    "A part of a backend (its `attention`, `ops`, ...), imported when first asked for; or None."
     if (name := getattr(BACKENDS[backend], part)) is None: return None
     module, obj = name.split(":")
     return getattr(importlib.import_module(module), obj)
@@ -62,25 +63,30 @@ def _arg(default, help: str):
 
 @dataclass
 class EngineConfig:
-    "Every argument an engine is built from (vLLM's names); checked when made, each error naming its field."
-    model: str | None = _arg(None, "a local Hugging Face model folder (default: SmolLM2-135M-Instruct)")
+    "Every argument of an engine (vLLM's names); checked when made, each error naming its field."
+    model: str | None = _arg(None, "a local Hugging Face model folder "
+                                   "(default: SmolLM2-135M-Instruct)")
     dtype: str = _arg("auto", "auto, float32, bfloat16 or float16")
     device: str = _arg("auto", "auto (the GPU if there is one), cpu or cuda")
-    load_format: str = _arg("auto", "auto, or dummy: random weights from a folder with a config only")
+    load_format: str = _arg("auto", "auto, or dummy: random weights from a folder "
+                                    "with a config only")
     block_size: int = _arg(16, "tokens per KV-cache block")
-    num_kv_blocks: int | None = _arg(None, "KV-cache blocks (default: as many as the memory allowed holds)")
-    kv_cache_memory_bytes: int | None = _arg(None, "memory for the KV cache (default on a CPU: 2 GiB)")
+    num_kv_blocks: int | None = _arg(None, "KV-cache blocks (default: as many as "
+                                           "the memory allowed holds)")
+    kv_cache_memory_bytes: int | None = _arg(None, "memory for the KV cache "
+                                                   "(default on a CPU: 2 GiB)")
     gpu_memory_utilization: float = _arg(0.9, "share of the GPU's memory the engine may use")
     max_num_seqs: int | None = _arg(None, "requests in a step at most (default: 1024 on one GPU of "
                                           "70 GiB or more, else 256)")
-    max_num_batched_tokens: int | None = _arg(None, "tokens in a step at most (default: 16384 on a GPU, "
-                                                    "2048 on a CPU)")
+    max_num_batched_tokens: int | None = _arg(None, "tokens in a step at most (default: "
+                                                    "16384 on a GPU, 2048 on a CPU)")
     max_model_len: int | None = _arg(None, "prompt + output tokens at most (default: the model's)")
     enable_prefix_caching: bool = _arg(True, "share the KV blocks of prompts' common prefixes")
-    attention_backend: str = _arg("auto", "auto (triton on a GPU, cpu on a CPU), torch, cpu or triton")
+    attention_backend: str = _arg("auto", "auto (triton on a GPU, cpu on a CPU), "
+                                          "torch, cpu or triton")
     enforce_eager: bool = _arg(False, "no CUDA graphs")
-    async_scheduling: bool | None = _arg(None, "launch each step before the tokens of the last are read "
-                                               "(default: on one GPU)")
+    async_scheduling: bool | None = _arg(None, "launch each step before the tokens of the "
+                                               "last are read (default: on one GPU)")
     quantization: str | None = _arg(None, "int8 or int4: weight-only quantization (chapter 05)")
     tensor_parallel_size: int = _arg(1, "processes (GPUs) the model is split over, Megatron-style")
     tp_timeout_s: float = _arg(60.0, "seconds a tensor-parallel rank may take to answer")
@@ -91,26 +97,28 @@ class EngineConfig:
 
     @classmethod
     def of(cls, model=None, **engine_args) -> "EngineConfig":
-        "A config from keyword arguments (`LLM`'s and `LLMEngine`'s); one that is not a field is refused by name."
+        "A config from `LLM`'s or `LLMEngine`'s keyword arguments; refuses an unknown one by name."
         names = [f.name for f in fields(cls)]
         if unknown := [k for k in engine_args if k not in names]:
-            raise ParamError(unknown[0], f"{unknown[0]} is not an engine argument; they are: {', '.join(names)}")
+            raise ParamError(unknown[0], f"{unknown[0]} is not an engine argument; "
+                                         f"they are: {', '.join(names)}")
         return cls(model, **engine_args)
 
 # %% ../nbs/04e2_build.ipynb #41e98855
 def _check_quantization(quantization, tensor_parallel_size: int):
-    "Refuse, before anything is loaded, a quantization that is not one of chapter 05's, or one with tensor parallelism."
+    "Refuse, before loading, a quantization not among chapter 05's, or one with tensor parallelism."
     from mini_vllm.quant.quantization import check_quantization
     check_quantization(quantization)
     if tensor_parallel_size > 1:
-        raise ParamError("quantization", "quantization does not work with tensor_parallel_size > 1 yet")
+        raise ParamError("quantization",
+                         "quantization does not work with tensor_parallel_size > 1 yet")
 
 def _check(c: EngineConfig, name: str, ok, allowed: str, optional: bool = False):
     "Raise a ParamError naming field `name` of `c` unless `ok(value)`."
     v = getattr(c, name)
     if v is None and optional: return
     try: good = not isinstance(v, bool) and ok(v)
-    except (TypeError, RuntimeError): good = False          # torch.device of a bad string: RuntimeError
+    except (TypeError, RuntimeError): good = False      # torch.device of a bad string: RuntimeError
     if not good: raise ParamError(name, f"{name} must be {allowed}, got {v!r}")
 
 def _check_config(c: EngineConfig):
@@ -125,30 +133,32 @@ def _check_config(c: EngineConfig):
     _check(c, "tp_timeout_s", lambda v: 0 < v < math.inf, "a number of seconds > 0")
     _check(c, "seed", lambda v: isinstance(v, int), "an integer")
     for name in ("enable_prefix_caching", "enforce_eager", "async_scheduling"):
-        if not isinstance(getattr(c, name), bool) and not (name == "async_scheduling" and c.async_scheduling is None):
+        if (not isinstance(getattr(c, name), bool)
+                and not (name == "async_scheduling" and c.async_scheduling is None)):
             raise ParamError(name, f"{name} must be true or false, got {getattr(c, name)!r}")
     _check(c, "dtype", lambda v: isinstance(v, torch.dtype) or v == "auto" or v in DTYPES,
            f"'auto' or one of {sorted(DTYPES)}")
     _check(c, "load_format", lambda v: v in LOAD_FORMATS, f"one of {LOAD_FORMATS}")
     _check(c, "attention_backend", lambda v: v == "auto" or v in BACKENDS,
            f"'auto' or one of {sorted(BACKENDS)}")
-    _check(c, "device", lambda v: v == "auto" or torch.device(v).type in ("cpu", "cuda"), "auto, cpu or cuda")
+    _check(c, "device", lambda v: v == "auto" or torch.device(v).type in ("cpu", "cuda"),
+           "auto, cpu or cuda")
     if c.quantization is not None: _check_quantization(c.quantization, c.tensor_parallel_size)
     if c.async_scheduling and c.tensor_parallel_size > 1:
-        raise ParamError("async_scheduling", "async_scheduling needs tensor_parallel_size 1 (the ranks follow "
-                                             "rank 0 one step at a time)")
+        raise ParamError("async_scheduling", "async_scheduling needs tensor_parallel_size 1 "
+                                             "(the ranks follow rank 0 one step at a time)")
 
 # %% ../nbs/04e2_build.ipynb #q5e1a2b3
 def _saved_quantization(model, quantization) -> dict | None:
-    "The format of a checkpoint saved quantized (05a's save_quantized), checked against `quantization`; else None."
+    "The format of a checkpoint saved quantized (05a), checked against `quantization`; else None."
     from mini_vllm.loading import resolve_model_path
     from mini_vllm.quant.quantization import saved_quantization
     return saved_quantization(resolve_model_path(model), quantization)
 
 
 def _quantize(model, quantization: str, backend: str, **grid):
-    """Chapter 05: int8 or int4 linear layers, of the backend's kind; `grid`: quantize_model's group_size,
-    symmetric and lm_head (a saved checkpoint's)."""
+    """Chapter 05: int8 or int4 linear layers, of the backend's kind; `grid`: quantize_model's
+    group_size, symmetric and lm_head (a saved checkpoint's)."""
     from mini_vllm.quant.quantization import quantize_model
     quantize_model(model, quantization, linear_cls=backend_part(backend, "quant_linear"), **grid)
     if (after := backend_part(backend, "after_quant")) is not None: after(model)
@@ -157,49 +167,50 @@ def _quantize(model, quantization: str, backend: str, **grid):
 
 # %% ../nbs/04e2_build.ipynb #fffd77c8
 def resolve_backend(name: str, device: torch.device) -> str:
-    """The attention backend `name` on `device`. `auto` is the fastest the device has: on a CUDA GPU the
-    Triton kernels (04g, 04i) with CUDA graphs (04h), on a CPU chapter 04j's C kernels; else PyTorch's (04c)."""
+    """The attention backend `name` on `device`. `auto` is the fastest the device has: on a CUDA GPU
+    Triton kernels (04g, 04i), CUDA graphs (04h); on a CPU 04j's C kernels; else PyTorch's (04c)."""
     if name == "auto":
         if device.type == "cuda" and importlib.util.find_spec("triton") is not None:
             return "triton"
         return "cpu" if device.type == "cpu" else "torch"
     if name == "cpu" and device.type != "cpu":
-        raise ParamError("attention_backend", f"attention_backend 'cpu' runs on the CPU only; the model is on "
-                                              f"{device}")
+        raise ParamError("attention_backend", f"attention_backend 'cpu' runs on the CPU only; "
+                                              f"the model is on {device}")
     return name
 
 def default_max_num_seqs(device: torch.device, tensor_parallel_size: int = 1) -> int:
-    "Requests at once when `max_num_seqs` is not given: 1,024 on one GPU of 70 GiB or more (as vLLM), else 256."
+    "Requests at once without `max_num_seqs`: 1,024 on one GPU of >= 70 GiB (as vLLM), else 256."
     if device.type == "cuda" and tensor_parallel_size == 1:
         if torch.cuda.get_device_properties(device).total_memory >= 70 * 2**30: return 1024
     return 256
 
 def resolve_config(c: EngineConfig) -> EngineConfig:
-    "`c` with what depends on the device filled in: the device, the backend, a step's sizes, the loop."
+    "`c` with what depends on the device filled in: device, backend, a step's sizes, the loop."
     dev = resolve_device(c.device)
     one_gpu = dev.type == "cuda" and c.tensor_parallel_size == 1
     return replace(c, device=str(dev), attention_backend=resolve_backend(c.attention_backend, dev),
                    max_num_seqs=c.max_num_seqs or default_max_num_seqs(dev, c.tensor_parallel_size),
-                   max_num_batched_tokens=c.max_num_batched_tokens or (16384 if dev.type == "cuda" else 2048),
+                   max_num_batched_tokens=(c.max_num_batched_tokens
+                                           or (16384 if dev.type == "cuda" else 2048)),
                    async_scheduling=one_gpu if c.async_scheduling is None else c.async_scheduling)
 
 # %% ../nbs/04e2_build.ipynb #0839b6ce
 def load_engine_model(c: EngineConfig):
-    """The model of a resolved config and its tensor-parallel group (None on one device), computing with its
-    backend's operations, its linear layers quantized if asked, or as a checkpoint saved quantized holds them."""
+    """A resolved config's model and tensor-parallel group (None on one device), computing with its
+    backend's operations, its linears quantized if asked or as a quantized checkpoint holds them."""
     model, dtype, device, load_format = c.model, c.dtype, c.device, c.load_format
     attention_backend, quantization = c.attention_backend, c.quantization
     saved, real = _saved_quantization(model, quantization), load_format != "dummy"
-    if saved is not None:                                     # built as it was saved, then its tensors copied in
+    if saved is not None:                            # built as saved, then its tensors copied in
         quantization, load_format = saved.pop("quantization"), "dummy"
     if quantization is not None:
         _check_quantization(quantization, c.tensor_parallel_size)
     tp = None
-    if c.tensor_parallel_size > 1:                             # ranks 1..N-1 in processes of their own (09b)
+    if c.tensor_parallel_size > 1:                   # ranks 1..N-1 in processes of their own (09b)
         from mini_vllm.parallel.tensor_parallel import TensorParallelGroup
-        tp = TensorParallelGroup(c.tensor_parallel_size, model, dtype, device, load_format, c.tp_timeout_s,
-                                 attention_backend)
-        loaded = tp.model                                      # with backend_ops(..., tensor_parallel=True)
+        tp = TensorParallelGroup(c.tensor_parallel_size, model, dtype, device, load_format,
+                                 c.tp_timeout_s, attention_backend)
+        loaded = tp.model                            # with backend_ops(..., tensor_parallel=True)
     else:
         loaded = load_model(model, dtype=dtype, device=device, load_format=load_format,
                             ops=backend_ops(attention_backend))
@@ -209,9 +220,10 @@ def load_engine_model(c: EngineConfig):
         from mini_vllm.quant.quantization import load_quantized
         load_quantized(loaded, loaded.path)
     on_cpu = next(loaded.parameters()).device.type == "cpu"
-    if BACKENDS[attention_backend].packs_cpu_linears and quantization is None and tp is None and on_cpu:
-        from mini_vllm.fast.cpu import pack_linears            # chapter 04j: bf16 weights in oneDNN's layout,
-        pack_linears(loaded)                                   # once
+    if (BACKENDS[attention_backend].packs_cpu_linears and quantization is None and tp is None
+            and on_cpu):
+        from mini_vllm.fast.cpu import pack_linears  # chapter 04j: bf16 weights in oneDNN's layout,
+        pack_linears(loaded)                         # once
     return loaded, tp
 
 # %% ../nbs/04e2_build.ipynb #5fba6258
@@ -222,17 +234,17 @@ def make_runner(c: EngineConfig, model, cache, kv, tp, max_model_len: int) -> Mo
     if cuda:
         from mini_vllm.fast.overlap import use_staging
         use_staging(next(model.parameters()).device)
-    if tp is not None:                                             # every rank builds the same runner (09b)
+    if tp is not None:                                 # every rank builds the same runner (09b)
         from mini_vllm.parallel.tensor_parallel import tp_runner
         return tp_runner(tp, cache, kv, c.attention_backend, graphs, c.max_num_seqs, max_model_len)
-    if graphs:
-        from mini_vllm.fast.cuda_graphs import CUDAGraphRunner, mixed_buckets   # prompt steps replay too
+    if graphs:                                         # prompt steps replay too
+        from mini_vllm.fast.cuda_graphs import CUDAGraphRunner, mixed_buckets
         return CUDAGraphRunner(model, cache, kv, c.max_num_seqs, max_model_len,
                                mixed=mixed_buckets(c.max_num_batched_tokens))
     return ModelRunner(model, cache, kv, attention_class(c.attention_backend))
 
 def make_engine_core(c: EngineConfig):
-    "The engine core a resolved config asks for: chapter 04e's, or with `async_scheduling`, chapter 04k's."
+    "The engine core a resolved config asks for: chapter 04e's, or 04k's with `async_scheduling`."
     if c.async_scheduling:
         from mini_vllm.fast.overlap import OverlappedEngineCore as core
     else:
@@ -241,29 +253,32 @@ def make_engine_core(c: EngineConfig):
 
 # %% ../nbs/04e2_build.ipynb #e16764b8
 def rebuilt_bytes(model) -> int:
-    "The largest weight a quantized layer (05b) rebuilds in full precision for a long step's product; else 0."
+    "The largest weight a quantized layer (05b) rebuilds in full precision for long steps; else 0."
     dtype = next(model.parameters()).dtype
-    return max((m.out_features * m.in_features * dtype.itemsize for m in model.modules() if hasattr(m, "qweight")),
-               default=0)
+    return max((m.out_features * m.in_features * dtype.itemsize
+                for m in model.modules() if hasattr(m, "qweight")), default=0)
 
 def weight_bytes(model) -> int:
     "The bytes of a model's weights (a tied matrix once; chapter 04j's packed copies included)."
-    return sum(p.nbytes for p in model.parameters()) + sum(getattr(m, "packed_nbytes", 0) for m in model.modules())
+    return (sum(p.nbytes for p in model.parameters())
+            + sum(getattr(m, "packed_nbytes", 0) for m in model.modules()))
 
 def auto_num_blocks(c: EngineConfig, model, device: torch.device) -> int:
-    """How many KV blocks fit the memory a resolved config allows, at most what `max_num_seqs` sequences of
-    `max_model_len` tokens could use."""
+    """How many KV blocks fit the memory a resolved config allows, at most what `max_num_seqs`
+    sequences of `max_model_len` tokens could use."""
     cfg, dtype = model.config, next(model.parameters()).dtype
     per_block = kv_bytes_per_token(cfg, dtype) * c.block_size
     cap = c.max_num_seqs * -(-(c.max_model_len or cfg.max_position_embeddings) // c.block_size)
     budget, memory = c.max_num_batched_tokens, c.kv_cache_memory_bytes
     if memory is None and device.type == "cuda":
-        free, total = torch.cuda.mem_get_info(device)         # activations of a full step, with room to spare
-        activations = 4 * budget * (3 * cfg.hidden_size + 2 * cfg.intermediate_size) * dtype.itemsize + 2**30
-        memory = int(c.gpu_memory_utilization * total) - (total - free) - activations - rebuilt_bytes(model)
+        free, total = torch.cuda.mem_get_info(device)
+        activations = (4 * budget * (3 * cfg.hidden_size + 2 * cfg.intermediate_size)
+                       * dtype.itemsize + 2**30)    # activations of a full step, with room to spare
+        memory = (int(c.gpu_memory_utilization * total) - (total - free) - activations
+                  - rebuilt_bytes(model))
     elif memory is None:
         memory = 2 * 2**30
     if memory < per_block:
-        raise ValueError(f"no memory left for the KV cache ({memory} bytes): lower the model size or "
-                         "raise gpu_memory_utilization")
+        raise ValueError(f"no memory left for the KV cache ({memory} bytes): lower the model size "
+                         "or raise gpu_memory_utilization")
     return min(memory // per_block, cap)

@@ -227,14 +227,20 @@ def build_server(args):
 
 def serve_cmd(args):
     "Run `mini-vllm serve` until interrupted; SIGTERM or Ctrl-C stops it gracefully."
-    from mini_vllm.serve.server import make_server
-    app = build_server(args)
+    from mini_vllm.serve.server import listen, make_server
+    try: sock = listen(args.host, args.port)      # a port in use fails here, before the model loads
+    except OSError as e:
+        raise ValueError(f"cannot listen on {args.host}:{args.port}: {e}") from None
+    try: app = build_server(args)
+    except BaseException:
+        sock.close()
+        raise
     if args.host not in ("127.0.0.1", "localhost", "::1") and not app.state.api_key:
         print(f"mini-vllm: warning: listening on {args.host} with no API key: anyone who can reach "
               "it can use it", file=sys.stderr)
-    url = f"http://{args.host}:{args.port or '<a free port>'}/v1"
+    url = f"http://{args.host}:{sock.getsockname()[1]}/v1"
     print(f"mini-vllm: serving {app.state.serving.model_name} at {url}", file=sys.stderr)
-    try: make_server(app, args.host, args.port, args.log_level).run()
+    try: make_server(app, args.host, args.port, args.log_level, sock=sock).run()
     # uvicorn re-raises Ctrl-C once it has stopped, as uvicorn.run expects
     except KeyboardInterrupt: pass
     finally: app.state.serving.engine.shutdown()                   # tensor-parallel ranks, if any

@@ -19,7 +19,7 @@ from .sampling import SamplingParams, SamplingTensors, make_generator, sample
 
 # %% ../nbs/01b_decode.ipynb #5131dbf6
 def hf_greedy(ref, prompt_ids: list[int], max_new_tokens: int) -> list[int]:
-    "transformers' greedy `generate` for one prompt, EOS ignored: the reference our engines must match."
+    "transformers' greedy `generate` for one prompt, EOS ignored: the reference for our engines."
     ids = torch.tensor([prompt_ids], device=ref.device)
     out = ref.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
                        do_sample=False, eos_token_id=[], pad_token_id=0)
@@ -33,39 +33,45 @@ class DenseKVCache:
     v: torch.Tensor
 
     @classmethod
-    def allocate(cls, cfg: ModelConfig, rows: int, slots: int, dtype=torch.float32, device="cpu") -> "DenseKVCache":
+    def allocate(cls, cfg: ModelConfig, rows: int, slots: int, dtype=torch.float32,
+                 device="cpu") -> "DenseKVCache":
         shape = (cfg.num_layers, rows, cfg.num_kv_heads, slots, cfg.head_dim)
-        return cls(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
+        return cls(torch.zeros(shape, dtype=dtype, device=device),
+                   torch.zeros(shape, dtype=dtype, device=device))
 
     @property
     def nbytes(self) -> int: return self.k.nbytes + self.v.nbytes
 
 def kv_bytes_per_token(cfg: ModelConfig, dtype=torch.float32) -> int:
     "Bytes of keys and values one token occupies across all layers."
-    return 2 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * torch.empty(0, dtype=dtype).element_size()
+    return (2 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim
+            * torch.empty(0, dtype=dtype).element_size())
 
 # %% ../nbs/01b_decode.ipynb #d38226a2
 @dataclass
 class DenseAttention:
-    "Token t of batch row b writes slot slots[b, t] of cache row rows[b] and reads slots start[b]..slots[b, t]."
+    "Token t of batch row b writes slots[b, t] of cache row rows[b], reads start[b]..slots[b, t]."
     cache: DenseKVCache
     slots: torch.Tensor               # (B, T) slot of each new token
     start: torch.Tensor               # (B,) first slot each row may read
     kv_len: int                       # slots to read: max(slots) + 1
     rows: torch.Tensor | None = None  # (B,) cache row of each batch row; None = rows 0..B-1
 
-    def __call__(self, layer: int, q, k, v):                       # q (B, T, H, D); k, v (B, T, Hkv, D)
-        kc, vc = self.cache.k[layer], self.cache.v[layer]           # (R, Hkv, S, D)
+    def __call__(self, layer: int, q, k, v):                # q (B, T, H, D); k, v (B, T, Hkv, D)
+        kc, vc = self.cache.k[layer], self.cache.v[layer]    # (R, Hkv, S, D)
         rows = self.rows if self.rows is not None else torch.arange(q.shape[0], device=q.device)
-        kc[rows[:, None], :, self.slots] = k                        # (B, T) index -> (B, T, Hkv, D)
+        kc[rows[:, None], :, self.slots] = k                 # (B, T) index -> (B, T, Hkv, D)
         vc[rows[:, None], :, self.slots] = v
-        if self.rows is None: keys, vals = kc[:q.shape[0], :, :self.kv_len], vc[:q.shape[0], :, :self.kv_len]
-        else: keys, vals = kc[self.rows, :, :self.kv_len], vc[self.rows, :, :self.kv_len]   # (B, Hkv, S', D)
-        j = torch.arange(self.kv_len, device=q.device)              # (S',)
-        s = self.slots[:, :, None]                                  # (B, T, 1)
+        if self.rows is None:                                # keys, vals (B, Hkv, S', D)
+            keys, vals = kc[:q.shape[0], :, :self.kv_len], vc[:q.shape[0], :, :self.kv_len]
+        else:
+            keys, vals = kc[self.rows, :, :self.kv_len], vc[self.rows, :, :self.kv_len]
+        j = torch.arange(self.kv_len, device=q.device)       # (S',)
+        s = self.slots[:, :, None]                           # (B, T, 1)
         mask = ((j >= self.start[:, None, None]) & (j <= s)) | (j == s)   # (B, T, S')
-        o = F.scaled_dot_product_attention(q.transpose(1, 2), keys, vals, attn_mask=mask[:, None], enable_gqa=True)
-        return o.transpose(1, 2)                                    # (B, T, H, D)
+        o = F.scaled_dot_product_attention(q.transpose(1, 2), keys, vals, attn_mask=mask[:, None],
+                                           enable_gqa=True)
+        return o.transpose(1, 2)                             # (B, T, H, D)
 
 # %% ../nbs/01b_decode.ipynb #216ad070
 def _zeros(n, device): return torch.zeros(n, dtype=torch.long, device=device)
@@ -94,7 +100,8 @@ class Completion:
 def finish_reason(params: SamplingParams, token_ids: list[int], eos_token_ids=()) -> str | None:
     "'stop' if the last token ends the request, 'length' if max_tokens is reached, else None."
     last = token_ids[-1]
-    if (not params.ignore_eos and last in eos_token_ids) or last in (params.stop_token_ids or ()): return "stop"
+    if (not params.ignore_eos and last in eos_token_ids) or last in (params.stop_token_ids or ()):
+        return "stop"
     return "length" if len(token_ids) >= params.max_tokens else None
 
 def check_dense_params(params: SamplingParams):
@@ -107,20 +114,22 @@ def check_dense_params(params: SamplingParams):
 def _check_length(cfg: ModelConfig, n_prompt: int, params: SamplingParams):
     if n_prompt < 1: raise ValueError("prompt must have at least one token")
     if n_prompt + params.max_tokens > cfg.max_position_embeddings:
-        raise ValueError(f"prompt ({n_prompt} tokens) + max_tokens ({params.max_tokens}) exceeds the model's "
-                         f"max_position_embeddings ({cfg.max_position_embeddings})")
+        raise ValueError(f"prompt ({n_prompt} tokens) + max_tokens ({params.max_tokens}) exceeds "
+                         f"the model's max_position_embeddings ({cfg.max_position_embeddings})")
 
 def generate(model, prompt_ids: list[int], params: SamplingParams = SamplingParams()) -> Completion:
     "Generate one completion: prefill the prompt once, then decode one token per step."
     check_dense_params(params)
     _check_length(model.config, len(prompt_ids), params)
     w = next(model.parameters())
-    cache = DenseKVCache.allocate(model.config, 1, len(prompt_ids) + params.max_tokens, w.dtype, w.device)
+    cache = DenseKVCache.allocate(model.config, 1, len(prompt_ids) + params.max_tokens,
+                                  w.dtype, w.device)
     st = SamplingTensors.from_params([params], [make_generator(params.seed, w.device)], w.device)
     logits = prefill(model, cache, torch.tensor(prompt_ids, device=w.device))
     out = []
     while True:
         token = sample(logits[None], st)                              # (1,)
         out.append(token.item())
-        if reason := finish_reason(params, out, model.config.eos_token_ids): return Completion(out, reason)
+        if reason := finish_reason(params, out, model.config.eos_token_ids):
+            return Completion(out, reason)
         logits = decode_one_token(model, cache, token, len(prompt_ids) + len(out) - 1)

@@ -257,7 +257,10 @@ class EngineClient:
         samples = req.samples(rid)
         self.output_processor.add_request(rid, req.prompt, req.prompt_token_ids, req.params,
                                           [i for i, _ in samples], stream)
-        self._add(req.prompt_token_ids, samples)
+        try: self._add(req.prompt_token_ids, samples)
+        except BaseException:
+            self.output_processor.end(rid)                    # it never reached the engine
+            raise
         return rid
 
     def step(self) -> list[RequestOutput]:
@@ -310,7 +313,11 @@ class LLMEngine(EngineClient):
     def _new_id(self) -> str: return str(next(self.ids))
     def _add(self, prompt_token_ids: list[int], samples: list):
         for rid, p in samples: self.core.add_request(rid, prompt_token_ids, p)
-    def _step(self) -> list[EngineOutput]: return self.core.step()
+    def _step(self) -> list[EngineOutput]:
+        try: return self.core.step()
+        except EngineDeadError as e:                # a lost device or rank: nothing more will run
+            self.dead = str(e)
+            raise
     def _finish(self, ends: list[tuple]): self.core.finish(ends)
     def _running_ids(self) -> list[str]: return self.core.running_ids()
 

@@ -109,3 +109,9 @@ def test_no_import_cycles():
         path.pop()
         seen.add(m)
     for m in graph: visit(m)
+
+
+def test_code_fits_the_page():
+    # Exported code lines at most 100 characters, one statement per line (CONTRIBUTING.md, "Lines").
+    r = subprocess.run([sys.executable, ROOT / "tools" / "lines.py", ROOT / "mini_vllm"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout

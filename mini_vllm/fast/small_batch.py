@@ -242,7 +242,7 @@ GEMV_TILING = {
 QUANT_TILING = {
     **{(bits, m, kind): dict(block_n=4, block_k=1024 if bits == 8 else 2048, num_warps=4)
        for bits in (8, 4) for m in (1, 2) for kind in ("narrow", "wide", "deep", "swiglu", "qkv")},
-    # int8, one row: chosen in the model, as GEMV_TILING's (benchmarks/experiments/quant_chain_sweep.py)
+    # int8, 1 row: chosen in the model as GEMV_TILING (benchmarks/experiments/quant_chain_sweep.py)
     (8, 1, "qkv"): dict(block_n=2, block_k=1024, num_warps=4),
     (8, 1, "swiglu"): dict(block_n=2, block_k=1024, num_warps=4),
     (8, 1, "narrow"): dict(block_n=8, block_k=2048, num_warps=4),

@@ -80,7 +80,7 @@ def _qmm_kernel(x_ptr, w_ptr, s_ptr, z_ptr, b_ptr, out_ptr, part_ptr, count_ptr,
 
 
 # %% ../../nbs/05b_quant_kernels.ipynb #a5d518ce
-# (at most this many rows, tiling): the best of a sweep on an H200 (benchmarks/experiments/quant_sweep.py --only qmm)
+# (rows at most, tiling): an H200 sweep's best (benchmarks/experiments/quant_sweep.py --only qmm)
 QMM_TILING = [
     (16, dict(block_m=16, block_n=64, block_k=128, num_warps=4, num_stages=4)),
     (32, dict(block_m=32, block_n=64, block_k=128, num_warps=4, num_stages=4)),
@@ -149,7 +149,7 @@ def _qmm_tma_kernel(x_desc, w_desc, s_ptr, b_ptr, out_ptr, M, N, K, stride_out,
 QMM_TMA_ROWS = (128, 512)   # int8 products of more than 128 and at most 512 rows may go through TMA
                                    # (in a layer, DEQUANT_MIN_M comes first)
 WIDE = 4096         # layers of more outputs are "wide" (gate/up at TinyLlama's width)
-QMM_TMA_TILING = {  # by width; the best of a sweep on an H200 (benchmarks/experiments/full_batch_gemm_sweep.py)
+QMM_TMA_TILING = {  # by width; best on an H200 (benchmarks/experiments/full_batch_gemm_sweep.py)
     "narrow": dict(block_m=128, block_n=64, block_k=128, num_warps=4, num_stages=4),
     "wide": dict(block_m=128, block_n=64, block_k=64, num_warps=4, num_stages=3)}
 
