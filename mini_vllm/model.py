@@ -321,7 +321,7 @@ def load_model(model=None, dtype="auto", device="auto", load_format="auto",
     if load_format not in LOAD_FORMATS:
         raise ValueError(f"load_format must be one of {LOAD_FORMATS}, got {load_format!r}")
     path = resolve_model_path(model)
-    cfg = config or load_config(path)               # tensor parallelism passes a rank's share (09a)
+    cfg = config or load_config(path)               # a caller's own (a share of the model)
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, cfg, device)
     with torch.device("meta"): m = MODEL_CLASSES[cfg.family](cfg)
@@ -375,7 +375,7 @@ def load_weights(m: nn.Module, path: Path, shard=None):
             raise ValueError(f"checkpoint {path} has a tensor {name!r} that a {m.config.arch} "
                              "model does not have")
         key, start, rows = expected[name]
-        if shard is not None: t = shard(name, t)    # tensor parallelism: this rank's slice (09a)
+        if shard is not None: t = shard(name, t)    # the caller's slice of the tensor
         dest = params[key] if start is None else params[key].narrow(0, start, rows)
         if tuple(t.shape) != tuple(dest.shape):
             raise ValueError(f"{name} in {path} has shape {tuple(t.shape)}, "
