@@ -42,6 +42,7 @@ class SamplingParams:
     temperature: float = 1.0                # 0 = greedy
     top_p: float = 1.0                      # nucleus: fewest tokens with this much probability
     top_k: int | None = None                # only the k most likely tokens; None = all
+    min_p: float = 0.0                      # drop tokens below min_p x the top one's probability
     max_tokens: int = 16                    # new tokens at most
     min_tokens: int = 0                     # no EOS / stop token before this many
     stop: list[str] | None = None           # stop strings (not included in the output)
@@ -94,6 +95,7 @@ def _check_numbers(self: SamplingParams):
     _check(self.top_p, "top_p", (int, float), lambda v: 0 < v <= 1, "in (0, 1]")
     _check(self.top_k, "top_k", int, lambda v: v >= 1, ">= 1, or 0 / -1 / None for no limit",
            optional=True)
+    _check(self.min_p, "min_p", (int, float), lambda v: 0 <= v <= 1, "in [0, 1]")
     _check(self.max_tokens, "max_tokens", int, lambda v: v >= 1, ">= 1")
     _check(self.min_tokens, "min_tokens", int, lambda v: 0 <= v <= self.max_tokens,
            f"in [0, max_tokens={self.max_tokens}]")
@@ -143,10 +145,13 @@ def check_vocab(self: SamplingParams, vocab_size: int):
 
 # %% ../nbs/00b_sampling.ipynb #c5d4a11b
 def logits_to_probs(logits: torch.Tensor, temperature: torch.Tensor,
-                    top_k: torch.Tensor | None = None,
-                    top_p: torch.Tensor | None = None) -> torch.Tensor:
-    "Probabilities after temperature, top-k (0 = all) and top-p filtering, one setting per row."
+                    top_k: torch.Tensor | None = None, top_p: torch.Tensor | None = None,
+                    min_p: torch.Tensor | None = None) -> torch.Tensor:
+    "Probabilities after temperature, min-p, top-k (0 = all) and top-p, one setting per row."
     logits = logits.float() / temperature.clamp_min(GREEDY_EPS)[:, None]     # (B, V)
+    if min_p is not None:                               # p_i < min_p * p_max, in logits
+        floor = logits.amax(-1, keepdim=True) + min_p.log()[:, None]         # (B, 1)
+        logits = logits.masked_fill(logits < floor, -math.inf)
     if top_k is None and top_p is None: return logits.softmax(-1)
     ranked, order = logits.sort(-1, descending=True)                         # (B, V), highest first
     if top_k is not None:
@@ -228,6 +233,7 @@ class SamplingTensors:
     all_greedy: bool = False     # every row greedy, the logits as the model made them: argmax it is
     logit_bias: tuple | None = None     # (rows, token ids, biases), three (M,) tensors, or None
     penalties: Penalties | None = None  # None when no row has one
+    min_p: torch.Tensor | None = None   # (B,) float; None when no row uses min-p
 
     @classmethod
     def from_params(cls, params: list[SamplingParams], generators=None, device="cpu", seen=None,
@@ -240,6 +246,8 @@ class SamplingTensors:
                  if any(p.top_k for p in params) else None)
         top_p = (f([p.top_p for p in params], torch.float)
                  if any(p.top_p < 1 for p in params) else None)
+        min_p = (f([p.min_p for p in params], torch.float)
+                 if any(p.min_p > 0 for p in params) else None)
         bias = [(i, t, b) for i, p in enumerate(params) for t, b in (p.logit_bias or {}).items()]
         rows, ids, values = zip(*bias) if bias else ((), (), ())
         bias = (f(rows, torch.long), f(ids, torch.long), f(values, torch.float)) if bias else None
@@ -248,7 +256,7 @@ class SamplingTensors:
         greedy = all(p.greedy for p in params) and bias is None and penalties is None
         return cls(f([p.temperature for p in params], torch.float), top_k, top_p,
                    list(generators) if generators is not None else [None] * len(params),
-                   greedy, bias, penalties)
+                   greedy, bias, penalties, min_p)
 
     def note_tokens(self, tokens: torch.Tensor, rows: torch.Tensor | None = None):
         "The rows (all, in order, by default) have seen one more token each, sampled on the device."
@@ -270,7 +278,7 @@ def sample(logits: torch.Tensor, st: SamplingTensors) -> torch.Tensor:
     if st.penalties is not None: logits = st.penalties.apply(logits)
     greedy = logits.argmax(-1)                                        # (B,)
     if st.all_greedy: return greedy
-    probs = logits_to_probs(logits, st.temperature, st.top_k, st.top_p)   # (B, V)
+    probs = logits_to_probs(logits, st.temperature, st.top_k, st.top_p, st.min_p)   # (B, V)
     q = torch.empty_like(probs).exponential_()                        # unseeded rows: global RNG
     for i, g in enumerate(st.generators):
         if g is not None: q[i].exponential_(generator=g)              # seeded rows: their own

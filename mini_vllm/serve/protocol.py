@@ -69,6 +69,7 @@ class _SamplingFields(_Strict):
     ignore_eos: bool | None = None
     stop_token_ids: list[Int64] | None = None
     repetition_penalty: float | None = None
+    min_p: float | None = None
 
 # %% ../../nbs/06b1_protocol.ipynb #40458c29
 class CompletionRequest(_SamplingFields):
@@ -154,7 +155,8 @@ def sampling_params(r: _SamplingFields, max_tokens: int, logprobs: int | None, m
                               ignore_eos=d(r.ignore_eos, False), seed=r.seed, logprobs=logprobs,
                               presence_penalty=d(r.presence_penalty, 0.0),
                               frequency_penalty=d(r.frequency_penalty, 0.0),
-                              repetition_penalty=d(r.repetition_penalty, 1.0))
+                              repetition_penalty=d(r.repetition_penalty, 1.0),
+                              min_p=d(r.min_p, 0.0))
     except ValueError as e:
         raise bad_request(e, names) from None
 
