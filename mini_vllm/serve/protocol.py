@@ -62,6 +62,7 @@ class _SamplingFields(_Strict):
     seed: Seed | None = None
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
+    logit_bias: dict[str, float] | None = None  # {"token id": bias}, as OpenAI sends it
     stream: bool | None = False
     stream_options: StreamOptions | None = None
     top_k: Int64 | None = None                 # vLLM's extras from here on
@@ -96,7 +97,7 @@ class ChatCompletionRequest(_SamplingFields):
 # %% ../../nbs/06b1_protocol.ipynb #p2-unsup
 NO_OPS = {"response_format": ({"type": "text"},), "tools": ([],), "tool_choice": ("none",),
           "functions": ([],), "function_call": ("none",), "parallel_tool_calls": (True, False),
-          "logit_bias": ({},), "suffix": ("",), "best_of": (), "logprobs_processors": (),
+          "suffix": ("",), "best_of": (), "logprobs_processors": (),
           "guided_json": (), "guided_regex": (), "guided_choice": (), "prompt_logprobs": ()}
 
 def check_supported(r: _SamplingFields):
@@ -148,6 +149,11 @@ def sampling_params(r: _SamplingFields, max_tokens: int, logprobs: int | None, m
         raise OpenAIError(400, "stream_options is only allowed with stream=true",
                           param="stream_options")
     d = lambda v, default: default if v is None else v
+    bias = r.logit_bias
+    if bias and not all(k.isdigit() and len(k) <= 19 for k in bias):   # "42", not "x" or "-1"
+        raise OpenAIError(400, "logit_bias keys must be token ids written as strings of digits",
+                          param="logit_bias")
+    bias = None if bias is None else {int(k): v for k, v in bias.items()}
     try:
         return SamplingParams(n=d(r.n, 1), temperature=d(r.temperature, 1.0), top_p=d(r.top_p, 1.0),
                               top_k=r.top_k, max_tokens=max_tokens, min_tokens=d(r.min_tokens, 0),
@@ -156,7 +162,8 @@ def sampling_params(r: _SamplingFields, max_tokens: int, logprobs: int | None, m
                               presence_penalty=d(r.presence_penalty, 0.0),
                               frequency_penalty=d(r.frequency_penalty, 0.0),
                               repetition_penalty=d(r.repetition_penalty, 1.0),
-                              min_p=d(r.min_p, 0.0))
+                              min_p=d(r.min_p, 0.0),
+                              logit_bias=bias)
     except ValueError as e:
         raise bad_request(e, names) from None
 
