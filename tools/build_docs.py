@@ -50,6 +50,7 @@ def fix_link(target: str, base: Path) -> str:
     if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith(("#", "/")): return target
     path, _, anchor = target.partition("#")
     p = (base / path).resolve()
+    if p.parent == DOCS / "static": return f"_static/{p.name}"           # the book's own pictures
     if p.parent == NBS and p.suffix == ".ipynb": return p.name + (f"#{anchor}" if anchor else "")
     if p.exists() and ROOT in p.parents:
         return REPO_BLOB + p.relative_to(ROOT).as_posix() + (f"#{anchor}" if anchor else "")

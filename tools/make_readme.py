@@ -2,7 +2,8 @@
 
 nbdev-readme needs Quarto, which cannot be installed here; this does the same job for a
 front page of markdown and small code cells. A cell flagged `#| code-fold: true` or `#| echo: false`
-shows its text output without its code; plots stay on the website (`.ci/docs`), not in the README.
+shows its text output without its code; plots stay on the website (`.ci/docs`), not in the README, except
+that a cell flagged `#| readme-image: PATH` (a file the cell saves) shows that file after its output.
 `--check` exits 1 when README.md is stale.
 """
 import json, sys
@@ -32,9 +33,11 @@ def render(nb_path=ROOT / "nbs" / "index.ipynb") -> str:
         if any(l.strip() in ("#| hide", "#|hide") for l in lines) or any(l.startswith("#| default_exp") for l in lines):
             continue
         code = "\n".join(l for l in lines if not l.startswith("#|")).strip("\n")
+        image = next((l.split(":", 1)[1].strip() for l in lines if l.startswith("#| readme-image:")), None)
         if any(l.replace(" ", "") in ("#|code-fold:true", "#|echo:false") for l in lines): code = ""
         if code: out.append(f"```python\n{code}\n```")
         if outputs := _text_outputs(c): out.append(f"```\n{outputs}\n```")
+        if image: out.append(f"![the figure this cell draws]({image})")
     return HEADER + "\n\n".join(out) + "\n"
 
 
