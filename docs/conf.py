@@ -42,6 +42,7 @@ html_theme = "sphinx_book_theme"
 html_title = "mini_vllm"
 html_static_path = ["static"]  # copied into the site's _static/ (a folder named _static would be gitignored here)
 html_css_files = ["book.css"]
+html_favicon = "static/favicon.svg"  # a <link rel="icon">: without one a browser asks for /favicon.ico, a 404
 html_context = {"default_mode": "light"}  # without it the theme logs a console error on a reader's first visit
 html_theme_options = {
     "repository_url": REPO,

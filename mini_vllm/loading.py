@@ -227,7 +227,8 @@ def config_from_hf(hf, generation_eos=None) -> ModelConfig:
     mt = getattr(hf, "model_type", None)
     if mt not in ARCHS: raise ValueError(_unsupported(mt))
     fields = {**_FAMILY_FIELDS[ARCHS[mt].family](hf), **ARCHS[mt].flags}
-    dtype = _as_dtype(getattr(hf, "dtype", None) or getattr(hf, "torch_dtype", None))
+    stored = vars(hf)      # not getattr: transformers 5 warns on `torch_dtype`, 4 lacks `dtype`
+    dtype = _as_dtype(stored.get("dtype") or stored.get("torch_dtype"))
     eos = _eos_ids(getattr(hf, "eos_token_id", None), generation_eos)
     return ModelConfig(mt, **fields, eos_token_ids=eos, dtype=dtype, hf_config=hf)
 

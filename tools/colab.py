@@ -4,10 +4,18 @@
     python tools/colab.py --check    exit 1 if a chapter lacks them or has an out-of-date copy
     python tools/colab.py --nbs DIR  work on the notebooks in DIR (a copy, say) instead of nbs/
 
-Chapters are nbs/*.ipynb except index.ipynb and scratch notebooks (`_*.ipynb`). The badges cell comes first, then
-the chapter's title cell, then the install cell. The repository's URL is pyproject.toml's [project.urls] Repository.
+Chapters are nbs/*.ipynb except index.ipynb, the appendix of lab notes (`*lab_notes*.ipynb`, no code) and scratch
+notebooks (`_*.ipynb`). The badges cell comes first, then the chapter's title cell, then the install cell. The
+repository's URL is pyproject.toml's [project.urls] Repository.
+
+The install cell clones the repository, installs what the chapter needs (`requirements`: the core's packages, the
+server's for chapters 06 and 08, and the distributions of the modules the chapter imports) under the constraints of
+the clone's constraints-cpu.txt, the versions the book was tested with, then the book with `pip install --no-deps -e`
+(not its loose dependency list, not the dev extra). Torch, triton and packages such as numpy that the platform
+already has stay at the platform's versions. A chapter that imports a module MODULES does not know stops
+this script: add its distribution there.
 """
-import argparse, json, sys, tomllib
+import argparse, json, re, sys, tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,17 +27,78 @@ BADGES = "\n".join([
     "[![Open In Colab]({colab}/assets/colab-badge.svg)]({colab}/github/{gh}/blob/main/nbs/{name})",
     "[![Open In Kaggle]({kaggle}/static/images/open-in-kaggle.svg)]({kaggle}/kernels/welcome?src={repo}/blob/main/nbs/{name})"])
 
-INSTALL = "#| hide\n" + INSTALL_MARK + """ (a clone of its repository); in a checkout it does nothing.
+# What a chapter's install cell installs on Colab or Kaggle: only what the chapter needs, at the versions the book
+# was tested with (constraints-cpu.txt of the clone), except for torch, triton and the packages of KEEP that the
+# platform already has, which stay at the platform's versions; then the book itself with --no-deps (its declared
+# dependencies are loose: they would bring the newest versions; installed last, pip has nothing to warn about).
+NEED = ["transformers", "tokenizers", "gguf", "fastcore"]    # the book's core modules, always at the tested versions
+KEEP = ["numpy", "tqdm", "accelerate", "safetensors"]         # ... and these, where the platform has none
+SERVE = ["fastapi", "starlette", "uvicorn", "pydantic", "pydantic-core", "prometheus-client"]   # mini_vllm.serve
+# a module a chapter imports -> the distributions it needs beyond those (KEEP_ALSO: the platform's where it has them)
+MODULES = {"matplotlib": ["matplotlib"], "hypothesis": ["hypothesis"], "httpx": ["httpx"], "openai": ["openai"],
+           "requests": ["requests"], "schemathesis": ["schemathesis"], "fastapi": ["fastapi", "starlette"],
+           "starlette": ["starlette"], "uvicorn": ["uvicorn"], "pydantic": ["pydantic", "pydantic-core"],
+           "prometheus_client": ["prometheus-client"],
+           "load_test": ["httpx"], "workload": [],             # benchmarks/*.py, next to the notebooks in the clone
+           "torch": [], "triton": [], "IPython": [],           # the platform's
+           **{m: [] for m in NEED + KEEP}}
+KEEP_ALSO = {"matplotlib", "requests"}
+IMPORT = re.compile(r"^\s*(?:from\s+(\w+)[\w.]*\s+import|import\s+([\w.]+(?:\s*,\s*[\w.]+)*))", re.M)
+
+INSTALL = "#| hide\n" + INSTALL_MARK + """ from a clone; in a checkout it does nothing.
 import importlib.util, os, subprocess, sys
-book = os.path.expanduser("~/mini-vllm")                     # where the clone goes
+book = os.path.expanduser("~/mini-vllm")                      # where the clone goes
 if importlib.util.find_spec("mini_vllm") is None:
+    from importlib.metadata import distributions
     repo = os.environ.get("MINI_VLLM_REPO", "{repo}")
-    if not os.path.isdir(book): subprocess.run(["git", "clone", "-q", "--depth", "1", repo, book], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", f"{{book}}[dev]"], check=True)
-    sys.path.insert(0, book)                                  # importable now, without restarting Python
+    if not os.path.isdir(book):
+        subprocess.run(["git", "clone", "-q", "--depth", "1", repo, book], check=True)
+    # What this chapter needs, at the versions the book was tested with (constraints-cpu.txt);
+    # torch, triton and what the platform has of `keep` stay at the platform's versions.
+    need = {need}
+    keep = {keep}
+    have = {{(d.name or "").lower().replace("_", "-"): d.version for d in distributions()}}
+    held = [n for n in ["torch", "triton"] + keep if n in have]
+    tested = open(os.path.join(book, "constraints-cpu.txt")).read().splitlines()
+    pins = [l for l in tested if l.split("==")[0] not in held] + [f"{{n}}=={{have[n]}}" for n in held]
+    with open(os.path.join(book, "platform-constraints.txt"), "w") as f:
+        f.write("\\n".join(pins))
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    missing = [n for n in keep + ["torch"] if n not in have]
+    subprocess.run(pip + ["-c", f.name] + need + missing, check=True)
+    subprocess.run(pip + ["--no-deps", "-e", book], check=True)         # the book alone, last
+    sys.path.insert(0, book)                                   # importable now, without a restart
     importlib.invalidate_caches()
 if importlib.util.find_spec("mini_vllm").origin.startswith(os.path.join(book, "")):
-    os.chdir(os.path.join(book, "nbs"))                       # chapters read files relative to nbs/ (../benchmarks)"""
+    os.chdir(os.path.join(book, "nbs"))      # chapters read files relative to nbs/ (../benchmarks)"""
+
+
+def _pylist(names: list[str], indent: int = 11, width: int = 100) -> str:
+    "A list of strings as Python source, wrapped to `width` with continuation lines under its first item."
+    lines, line = [], "["
+    for i, n in enumerate(names):
+        item = repr(n) + ("," if i < len(names) - 1 else "]")
+        if len(line) + len(item) + 1 + indent > width and line != "[":
+            lines.append(line.rstrip())
+            line = " " * (indent + 1)
+        line += item + " "
+    return "\n".join(lines + [line.rstrip() if names else "[]"])
+
+
+def requirements(nb: dict) -> tuple[list[str], list[str]]:
+    """What the chapter's install cell installs: (at the tested versions, where the platform has none). NEED and
+    KEEP, the server's packages for a chapter that writes or uses mini_vllm.serve or the command line (06, 08),
+    and the distributions of the modules its code cells import."""
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    mods = {n.strip().split(".")[0] for m in IMPORT.finditer(code) for n in (m[1] or m[2]).split(",")}
+    mods -= set(sys.stdlib_module_names) | {"mini_vllm", ""}
+    unknown = sorted(mods - MODULES.keys())
+    if unknown: sys.exit(f"tools/colab.py: which distribution holds {unknown}? Add it to MODULES")
+    serve = re.search(r"^#\s*\|\s*default_exp\s+(serve\.|cli\b)|^\s*(from|import)\s+mini_vllm\.(serve|cli)\b",
+                      code, re.M)
+    extra = (SERVE if serve else []) + [d for m in sorted(mods) for d in MODULES[m]]
+    need = NEED + [d for d in dict.fromkeys(extra) if d not in NEED + KEEP and d not in KEEP_ALSO]
+    return need, KEEP + sorted({d for d in extra if d in KEEP_ALSO})
 
 
 def repository() -> str:
@@ -55,12 +124,14 @@ def with_colab(nb: dict, name: str, repo: str) -> dict:
     cells = [c for c in nb["cells"] if not _ours(c)]
     title = 1 if cells and cells[0]["cell_type"] == "markdown" and "".join(cells[0]["source"]).startswith("# ") else 0
     badges = _cell("markdown", BADGES_ID, BADGES.format(colab=COLAB, kaggle=KAGGLE, gh=gh, repo=repo, name=name))
-    install = _cell("code", INSTALL_ID, INSTALL.format(repo=repo))
+    need, keep = requirements({**nb, "cells": cells})
+    install = _cell("code", INSTALL_ID, INSTALL.format(repo=repo, need=_pylist(need), keep=_pylist(keep)))
     return {**nb, "cells": [badges, *cells[:title], install, *cells[title:]]}
 
 
 def chapters(nbs: Path) -> list[Path]:
-    return [p for p in sorted(nbs.glob("*.ipynb")) if p.name != "index.ipynb" and not p.name.startswith("_")]
+    return [p for p in sorted(nbs.glob("*.ipynb"))
+            if p.name != "index.ipynb" and not p.name.startswith("_") and not p.match("*lab_notes*.ipynb")]
 
 
 def dumps(nb: dict) -> str:

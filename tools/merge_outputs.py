@@ -1,6 +1,6 @@
 """Copy the outputs of `#| gpu` cells from a notebook executed elsewhere (tools/run_cells.py --save-outputs) into nbs/.
 
-    python tools/merge_outputs.py executed/04g_triton_kernels.ipynb nbs/04g_triton_kernels.ipynb
+    python tools/merge_outputs.py executed/04g0_triton_kernels.ipynb nbs/04g0_triton_kernels.ipynb
 
 Each `#| gpu` cell of the target is matched in the executed copy by its id, else by its source; its source must be
 the same there, or nothing is written (the outputs would belong to other code). Cells the executed copy did not run

@@ -1,7 +1,7 @@
 """Run notebooks' code cells as plain Python scripts, without nbdev or IPython (e.g. on a GPU machine that lacks them).
 
-    python tools/run_cells.py --flags gpu nbs/04g_triton_kernels.ipynb nbs/04h_cuda_graphs.ipynb
-    python tools/run_cells.py --flags gpu --save-outputs executed/ nbs/04g_triton_kernels.ipynb
+    python tools/run_cells.py --flags gpu nbs/04g0_triton_kernels.ipynb nbs/04h_cuda_graphs.ipynb
+    python tools/run_cells.py --flags gpu --save-outputs executed/ nbs/04g0_triton_kernels.ipynb
 
 Cells flagged with a test flag (`#| gpu`, `#| slow`, `#| notest`) run only when named in --flags. Each notebook's
 cells are written to one .py file next to it and run from the nbs/ folder (Triton needs its kernels in a file).

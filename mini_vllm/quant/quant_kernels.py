@@ -1,4 +1,4 @@
-"""Below a few hundred tokens the full-precision weight is never built: the GEMV of 04i and a tiled matrix product read int8 or packed int4 weights and their scales, and turn them into numbers in registers, or multiply them as integers on tensor cores; beyond, one pass rebuilds it for cuBLAS.
+"""A quantized layer is only faster if its kernel reads the integers: a GEMV and a tiled product that turn int8 and int4 weights into numbers in registers, and, for long prompts, one pass that rebuilds the weight for cuBLAS.
 
 Docs: https://mini-vllm.github.io/mini_vllm/quant_kernels.html.md"""
 
