@@ -33,8 +33,9 @@ sys.path.insert(0, str(ROOT / "tools"))
 from build_docs import chapters, modules, sidebar  # noqa: E402  (the book's order and the module list)
 
 BROWSER_PAGES = [("index.html", "front page"), ("03_continuous_batching.html", "chapter with plots"),
-                 ("04f_paged_measured.html", "chapter with plots"), ("07_benchmarks.html", "benchmarks chapter"),
-                 ("api/llm.html", "API reference")]
+                 ("04b_scheduler.html", "core chapter"), ("04f_paged_measured.html", "chapter with plots"),
+                 ("05b_quant_kernels.html", "GPU chapter with plots"),
+                 ("07_benchmarks.html", "benchmarks chapter"), ("api/llm.html", "API reference")]
 SEARCH = ("search.html?q=scheduler", "search")
 LOADING_TAGS = ("img", "script", "iframe", "source", "video", "audio", "embed", "object", "input")
 RESOURCE_RELS = {"stylesheet", "icon", "shortcut", "preload", "modulepreload", "apple-touch-icon", "manifest"}
