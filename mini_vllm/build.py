@@ -61,6 +61,7 @@ def _arg(default, help: str):
     "A field of EngineConfig: its default, and the help the command line shows."
     return field(default=default, metadata={"help": help})
 
+# %% ../nbs/04e2_build.ipynb #c4bf7450
 @dataclass
 class EngineConfig:
     "Every argument of an engine (vLLM's names); checked when made, each error naming its field."

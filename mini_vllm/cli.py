@@ -277,7 +277,7 @@ def add_quantize_parser(sub):
     q.add_argument("--act-order", action="store_true",
                    help="GPTQ: the columns in order of decreasing input energy")
 
-
+# %% ../nbs/08_cli.ipynb #95d5e5d6
 def quantize_cmd(args, out=None):
     "Run `mini-vllm quantize`, reporting to `out` (default: stdout)."
     from mini_vllm.model import load_model

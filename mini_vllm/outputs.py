@@ -171,6 +171,7 @@ class RequestState:
                                 self.cumulative_logprob, self.logprobs, self.finish_reason,
                                 self.stop_reason)
 
+# %% ../nbs/04e1_outputs.ipynb #03bf4b68
 @dataclass(eq=False)
 class PromptState:
     "A prompt's samples, as its caller will see them."

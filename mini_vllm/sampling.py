@@ -223,6 +223,7 @@ class Penalties:
         logits = torch.where(logits > 0, logits / rep, logits * rep)
         return logits - self.frequency[:, None] * self.counts - self.presence[:, None] * out
 
+# %% ../nbs/00b_sampling.ipynb #19fd890e
 @dataclass
 class SamplingTensors:
     "A batch's sampling settings, one row per request."

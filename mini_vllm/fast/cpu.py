@@ -41,6 +41,7 @@ static inline elem store(float f) { return f; }
 #endif
 """
 
+# %% ../../nbs/04j_cpu.ipynb #a9fb21a6
 DECODE_C = ELEMENT_C + r"""
 /* head size, query heads per K/V head, block size */
 enum { D = HEAD_DIM, REP = GROUP, BS = BLOCK_SIZE };

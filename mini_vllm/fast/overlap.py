@@ -94,6 +94,7 @@ def _fill_pending(x: StepInputs, out: SchedulerOutput, last: LaunchedStep):
     x.input_ids[where_t] = last.tokens[src_t]
     if x.st is not None: x.st.note_tokens(last.tokens[src_t], mine_t)
 
+# %% ../../nbs/04k_overlap.ipynb #9b9f1f7a
 class OverlappedEngineCore(EngineCore):
     "Chapter 04e's engine core one step ahead: it launches step N+1, then records step N."
     scheduler_cls, request_cls = AsyncScheduler, OverlappedRequest
@@ -191,6 +192,7 @@ class Staging:
         if host is None: host = torch.as_tensor(values, dtype=dtype).pin_memory()
         return host.to(self.device, non_blocking=True)
 
+# %% ../../nbs/04k_overlap.ipynb #61aa2dfb
 def use_staging(device: torch.device):
     "From now on, `to_device` copies to `device` (a GPU) through a `Staging` buffer of its own."
     if device.type != "cuda": return

@@ -153,7 +153,7 @@ def _fma_chunk(acc, ss, w, x_ptr, nw_ptr, s_ptr, z_ptr, n, nm, m, mm, k0, K, str
     if WBITS == 8: return _fma(acc, x, _int8_weights(w), M_PAD), ss
     else: return _fma(acc, x, w.to(tl.float32), M_PAD), ss
 
-
+# %% ../../nbs/04i_small_batch.ipynb #318008c1
 @triton.jit
 def _rows_dot(x_ptr, w_ptr, w0, nw_ptr, s_ptr, z_ptr, n, nm, m, mm, K, stride_x, NORM: tl.constexpr,
               EVEN_K: tl.constexpr, M_PAD: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -274,7 +274,7 @@ def _tiling(M, N, K, kind=None, bits=16, **over):
 
 def _bits(w) -> int: return {torch.int8: 8, torch.uint8: 4}.get(w.dtype, 16)   # int8, packed int4
 
-
+# %% ../../nbs/04i_small_batch.ipynb #e33da868
 def _weight_format(w, K: int, scales, zeros, group_size, block_k: int) -> tuple[dict, int]:
     """The kernels' arguments for weight w of K columns: bf16/fp16/fp32 as it is, or chapter 05's
     int8 (one scale per row) or packed int4 (groups of group_size columns, K / 2 bytes a row). Also

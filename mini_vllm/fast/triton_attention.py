@@ -129,6 +129,7 @@ def _finish_part(o_ptr, acc_ptr, ml_ptr, counter, acc, m_i, l_i, row0, part, par
             o = _merge_partitions(acc_ptr, ml_ptr, row0, parts, G_PAD, G2, D, PARTS)
             _store_heads(o_ptr, o, tok, kvh, tl.arange(0, G2), stride_ot, stride_oh, G, D)
 
+# %% ../../nbs/04g1_triton_attention.ipynb #ab075df6
 @triton.jit(do_not_specialize=["stride_bt", "num_parts"])      # they change from step to step
 def _decode_kernel(o_ptr, acc_ptr, ml_ptr, count_ptr, q_ptr, k_ptr, v_ptr, bt_ptr, seq_lens_ptr,
                    qsl_ptr, reqs_ptr, slot_ptr, num_new, scale, stride_qt, stride_qh, stride_ot,

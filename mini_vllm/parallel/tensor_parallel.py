@@ -279,6 +279,7 @@ class TensorParallelGroup:
 # %% ../../nbs/09b_tensor_parallel.ipynb #0aaf8300
 QUEUED_STEPS = 4    # steps rank 0 may queue on its GPU behind the one running
 
+# %% ../../nbs/09b_tensor_parallel.ipynb #98071685
 class _Leader:
     "Rank 0's side of a runner the other ranks follow: each step's inputs go to them first."
     group: TensorParallelGroup
@@ -344,6 +345,7 @@ class _Leader:
                 time.sleep(5e-5)
             q.popleft()
 
+# %% ../../nbs/09b_tensor_parallel.ipynb #506bd041
 class TPModelRunner(_Leader, ModelRunner):
     "Chapter 04d's runner on rank 0 of a tensor-parallel group."
 

@@ -233,7 +233,7 @@ def _byte_split_kernel(x_ptr, hi_ptr, lo_ptr, s_ptr, K, stride_x, SILU: tl.const
         _store_bytes(hi_ptr, lo_ptr, row * K + k + cols, v, m)
     tl.store(s_ptr + row, s)
 
-
+# %% ../../nbs/05b_quant_kernels.ipynb #7e5e875e
 @triton.jit
 def _byte_split_mm_kernel(hi_desc, lo_desc, sx_ptr, w_desc, sw_ptr, b_ptr, out_ptr, M, N, K,
                           stride_out, HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr,
@@ -286,7 +286,7 @@ class ByteSplit(NamedTuple):
     s: torch.Tensor                    # (M,) fp32
     dtype: torch.dtype
 
-
+# %% ../../nbs/05b_quant_kernels.ipynb #5930d076
 def byte_split(x, silu=False) -> ByteSplit:
     """Each row of x (M, K) as int8 hi and lo (M, K) and an fp32 scale s (M,): x ~ s (256 hi + lo).
     With `silu`, x is (M, 2K) = [gate | up] and the rows split are silu(gate) * up, as silu_and_mul
@@ -479,7 +479,7 @@ class ByteSplitMLP(LlamaMLP):
 
 def _int8(layer) -> bool: return isinstance(layer, TritonQuantLinear) and layer.bits == 8
 
-
+# %% ../../nbs/05b_quant_kernels.ipynb #a27ebe92
 def fuse_byte_split(model) -> int:
     """In a Llama-family model computing with 04g's operations, put a ByteSplitRMSNorm before each
     int8 TritonQuantLinear q, k, v and gate/up, and a ByteSplitMLP around each int8 down projection;
