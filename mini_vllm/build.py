@@ -83,12 +83,16 @@ class EngineConfig:
                                                     "16384 on a GPU, 2048 on a CPU)")
     max_model_len: int | None = _arg(None, "prompt + output tokens at most (default: the model's)")
     enable_prefix_caching: bool = _arg(True, "share the KV blocks of prompts' common prefixes")
-    attention_backend: str = _arg("auto", "auto (triton on a GPU, cpu on a CPU), "
-                                          "torch, cpu or triton")
+    attention_backend: str = _arg("auto", "auto (triton on a GPU of compute capability 8.0 "
+                                          "or more, else torch; cpu on a CPU), torch, cpu "
+                                          "or triton")
     enforce_eager: bool = _arg(False, "no CUDA graphs")
     async_scheduling: bool | None = _arg(None, "launch each step before the tokens of the "
                                                "last are read (default: on one GPU)")
     quantization: str | None = _arg(None, "int8 or int4: weight-only quantization (chapter 05)")
+    speculative_config: dict | None = _arg(None, "speculative decoding (chapter 10): vLLM's "
+                                                 "fields, e.g. {\"method\": \"ngram\", "
+                                                 "\"num_speculative_tokens\": 4}")
     tensor_parallel_size: int = _arg(1, "processes (GPUs) the model is split over, Megatron-style")
     tp_timeout_s: float = _arg(60.0, "seconds a tensor-parallel rank may take to answer")
     stream_interval: int = _arg(1, "a stream's tokens per output at most, after its first")
@@ -148,6 +152,12 @@ def _check_config(c: EngineConfig):
     if c.async_scheduling and c.tensor_parallel_size > 1:
         raise ParamError("async_scheduling", "async_scheduling needs tensor_parallel_size 1 "
                                              "(the ranks follow rank 0 one step at a time)")
+    if c.speculative_config is not None:                # its fields are checked by chapter 10's
+        from mini_vllm.spec_decode import SpeculativeConfig
+        c.speculative_config = SpeculativeConfig.of(c.speculative_config)
+        if c.tensor_parallel_size > 1:
+            raise ParamError("speculative_config", "speculative_config needs "
+                                                   "tensor_parallel_size 1")
 
 # %% ../nbs/04e2_build.ipynb #q5e1a2b3
 def _saved_quantization(model, quantization) -> dict | None:
@@ -168,12 +178,13 @@ def _quantize(model, quantization: str, backend: str, **grid):
 
 # %% ../nbs/04e2_build.ipynb #fffd77c8
 def resolve_backend(name: str, device: torch.device) -> str:
-    """The attention backend `name` on `device`. `auto` is the fastest the device has: on a CUDA GPU
-    Triton kernels (04g, 04i), CUDA graphs (04h); on a CPU 04j's C kernels; else PyTorch's (04c)."""
+    """The attention backend `name` on `device`. `auto` is the fastest the book has checked there:
+    on a GPU of compute capability 8.0 or newer, Triton kernels (04g, 04i) and CUDA graphs (04h);
+    on an older GPU (a T4 is 7.5) PyTorch's (04c); on a CPU 04j's C kernels."""
     if name == "auto":
-        if device.type == "cuda" and importlib.util.find_spec("triton") is not None:
-            return "triton"
-        return "cpu" if device.type == "cpu" else "torch"
+        if device.type == "cpu": return "cpu"
+        if importlib.util.find_spec("triton") is None: return "torch"
+        return "triton" if torch.cuda.get_device_capability(device) >= (8, 0) else "torch"
     if name == "cpu" and device.type != "cpu":
         raise ParamError("attention_backend", f"attention_backend 'cpu' runs on the CPU only; "
                                               f"the model is on {device}")
@@ -238,6 +249,9 @@ def make_runner(c: EngineConfig, model, cache, kv, tp, max_model_len: int) -> Mo
     if tp is not None:                                 # every rank builds the same runner (09b)
         from mini_vllm.parallel.tensor_parallel import tp_runner
         return tp_runner(tp, cache, kv, c.attention_backend, graphs, c.max_num_seqs, max_model_len)
+    if c.speculative_config is not None:               # drafts checked in one forward (10): eager
+        from mini_vllm.spec_decode import spec_runner
+        return spec_runner(c, model, cache, kv, max_model_len)
     if graphs:                                         # prompt steps replay too
         from mini_vllm.fast.cuda_graphs import CUDAGraphRunner, mixed_buckets
         return CUDAGraphRunner(model, cache, kv, c.max_num_seqs, max_model_len,
@@ -245,8 +259,11 @@ def make_runner(c: EngineConfig, model, cache, kv, tp, max_model_len: int) -> Mo
     return ModelRunner(model, cache, kv, attention_class(c.attention_backend))
 
 def make_engine_core(c: EngineConfig):
-    "The engine core a resolved config asks for: chapter 04e's, or 04k's with `async_scheduling`."
-    if c.async_scheduling:
+    """The engine core a resolved config asks for: chapter 04e's, 04k's with `async_scheduling`, or
+    chapter 10's (one step at a time) with `speculative_config`."""
+    if c.speculative_config is not None:
+        from mini_vllm.spec_decode import SpecEngineCore as core
+    elif c.async_scheduling:
         from mini_vllm.fast.overlap import OverlappedEngineCore as core
     else:
         from mini_vllm.llm import EngineCore as core

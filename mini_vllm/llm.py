@@ -13,6 +13,7 @@ from array import array
 from dataclasses import dataclass, replace
 
 import torch
+from fastcore.basics import patch
 
 from .block_pool import KVCacheManager
 from .build import (EngineConfig, auto_num_blocks, load_engine_model, make_engine_core,
@@ -133,72 +134,84 @@ class EngineCore:
         self.scheduler.add_request(self.request_cls(request_id, prompt_token_ids, params, eos,
                                                     generator=gen))
 
-    def step(self) -> list[EngineOutput]:
-        "Schedule, run and record one step: what each request got (and the ends of failed ones)."
-        out = self.scheduler.schedule()
-        if not out.requests: return []
-        out, result, failed = self._execute(out)
-        return failed + self._record(out, result)
+# %% ../nbs/04e3_llm.ipynb #94e94a34
+@patch
+def step(self: EngineCore) -> list[EngineOutput]:
+    "Schedule, run and record one step: what each request got (and the ends of failed ones)."
+    out = self.scheduler.schedule()
+    if not out.requests: return []
+    out, result, failed = self._execute(out)
+    return failed + self._record(out, result)
 
-    def _record(self, out: SchedulerOutput, result: StepResult) -> list[EngineOutput]:
-        "Hand a step's tokens to the scheduler; an EngineOutput for each request that got any."
-        lps = result.logprobs
-        return [EngineOutput(r.request_id, kept,
-                             [lps[r.request_id]] if r.request_id in lps else None,
-                             r.finish_reason, r.stop_reason)
-                for r, kept in self.scheduler.update(out, result.tokens)]
+@patch
+def _execute(self: EngineCore, out: SchedulerOutput,
+             ) -> tuple[SchedulerOutput, StepResult, list[EngineOutput]]:
+    "Run the step; if it raises, end only requests that raise alone: (what ran, result, ends)."
+    try: return out, self.runner.execute(out), []
+    except EngineDeadError: raise                           # nothing to retry
+    except Exception as e: error = e
+    except BaseException:                                   # Ctrl-C: blocks may be half written
+        self.reset_prefix_cache()
+        raise
+    log.warning("a step of %d requests raised %s: %s; looking for the requests at fault",
+                len(out), type(error).__name__, error)
+    done, failed = _find_failures(self.runner, out, error)
+    bad_blocks = {b for r in failed for b in self.kv.block_table(r.request_id)}
+    ends = []
+    for r, e in failed.items():
+        log.error("request %s raised alone (%s: %s): it is ended, the others go on",
+                  r.request_id, type(e).__name__, e, exc_info=e)
+        self.scheduler.finish(r, RequestStatus.FINISHED_ERROR)
+        why = f"engine step failed ({type(e).__name__}: {e})"
+        ends.append(EngineOutput(r.request_id, [], finish_reason="error", error=why))
+    self.reset_prefix_cache()                               # cached blocks may be unwritten
+    keep, result = _keep_survivors(self.scheduler, self.kv, done, bad_blocks)
+    return keep, result, ends
 
-    def finish(self, ends: list[tuple]):
-        "End requests from outside (abort, stop string, error), each (request id, reason, stop)."
-        for rid, reason, stop in ends:
-            if (r := self.scheduler.requests.get(rid)) is not None:
-                self.scheduler.finish(r, RequestStatus(reason), stop)
+@patch
+def _record(self: EngineCore, out: SchedulerOutput, result: StepResult) -> list[EngineOutput]:
+    "Hand a step's tokens to the scheduler; an EngineOutput for each request that got any."
+    lps = result.logprobs
+    return [EngineOutput(r.request_id, kept,
+                         [lps[r.request_id]] if r.request_id in lps else None,
+                         r.finish_reason, r.stop_reason)
+            for r, kept in self.scheduler.update(out, result.tokens)]
 
-    def running_ids(self) -> list[str]: return [r.request_id for r in self.scheduler.running]
-    def has_unfinished(self) -> bool: return self.scheduler.has_unfinished()
+@patch
+def finish(self: EngineCore, ends: list[tuple]):
+    "End requests from outside (abort, stop string, error), each (request id, reason, stop)."
+    for rid, reason, stop in ends:
+        if (r := self.scheduler.requests.get(rid)) is not None:
+            self.scheduler.finish(r, RequestStatus(reason), stop)
 
-    def reset_prefix_cache(self):
-        "Forget every cached prompt block: later prompts compute all their tokens."
-        self.kv.pool.reset_prefix_cache()
+# %% ../nbs/04e3_llm.ipynb #b96f46e2
+@patch
+def running_ids(self: EngineCore) -> list[str]:
+    return [r.request_id for r in self.scheduler.running]
+@patch
+def has_unfinished(self: EngineCore) -> bool: return self.scheduler.has_unfinished()
 
-    def shutdown(self):
-        "Stop the engine's other processes (tensor parallelism); a no-op otherwise."
-        if self.tp is not None: self.tp.shutdown()
+@patch
+def reset_prefix_cache(self: EngineCore):
+    "Forget every cached prompt block: later prompts compute all their tokens."
+    self.kv.pool.reset_prefix_cache()
 
-    def stats(self) -> dict:
-        "Counters and gauges: preemptions, prefix-cache hits, KV blocks, weight bytes, queue sizes."
-        s, kv, sc = self.kv.stats, self.kv, self.scheduler
-        return dict(num_preemptions=sc.num_preemptions, prefix_cache_queries=s.queries,
-                    prefix_cache_hits=s.hits, prefix_cache_hit_rate=s.hit_rate,
-                    kv_blocks_total=kv.num_blocks, kv_blocks_free=kv.num_free_blocks,
-                    kv_cache_usage=kv.usage, kv_cache_bytes=self.cache.nbytes,
-                    block_size=kv.block_size, max_model_len=self.max_model_len,
-                    weight_bytes=self.weight_bytes, num_running=len(sc.running),
-                    num_waiting=len(sc.waiting))
+@patch
+def shutdown(self: EngineCore):
+    "Stop the engine's other processes (tensor parallelism); a no-op otherwise."
+    if self.tp is not None: self.tp.shutdown()
 
-    def _execute(self, out: SchedulerOutput,
-                 ) -> tuple[SchedulerOutput, StepResult, list[EngineOutput]]:
-        "Run the step; if it raises, end only requests that raise alone: (what ran, result, ends)."
-        try: return out, self.runner.execute(out), []
-        except EngineDeadError: raise                           # nothing to retry
-        except Exception as e: error = e
-        except BaseException:                                   # Ctrl-C: blocks may be half written
-            self.reset_prefix_cache()
-            raise
-        log.warning("a step of %d requests raised %s: %s; looking for the requests at fault",
-                    len(out), type(error).__name__, error)
-        done, failed = _find_failures(self.runner, out, error)
-        bad_blocks = {b for r in failed for b in self.kv.block_table(r.request_id)}
-        ends = []
-        for r, e in failed.items():
-            log.error("request %s raised alone (%s: %s): it is ended, the others go on",
-                      r.request_id, type(e).__name__, e, exc_info=e)
-            self.scheduler.finish(r, RequestStatus.FINISHED_ERROR)
-            why = f"engine step failed ({type(e).__name__}: {e})"
-            ends.append(EngineOutput(r.request_id, [], finish_reason="error", error=why))
-        self.reset_prefix_cache()                               # cached blocks may be unwritten
-        keep, result = _keep_survivors(self.scheduler, self.kv, done, bad_blocks)
-        return keep, result, ends
+@patch
+def stats(self: EngineCore) -> dict:
+    "Counters and gauges: preemptions, prefix-cache hits, KV blocks, weight bytes, queue sizes."
+    s, kv, sc = self.kv.stats, self.kv, self.scheduler
+    return dict(num_preemptions=sc.num_preemptions, prefix_cache_queries=s.queries,
+                prefix_cache_hits=s.hits, prefix_cache_hit_rate=s.hit_rate,
+                kv_blocks_total=kv.num_blocks, kv_blocks_free=kv.num_free_blocks,
+                kv_cache_usage=kv.usage, kv_cache_bytes=self.cache.nbytes,
+                block_size=kv.block_size, max_model_len=self.max_model_len,
+                weight_bytes=self.weight_bytes, num_running=len(sc.running),
+                num_waiting=len(sc.waiting))
 
 # %% ../nbs/04e3_llm.ipynb #f1a2b3c4
 def _subset(out: SchedulerOutput, reqs: list[Request]) -> SchedulerOutput:

@@ -14,6 +14,8 @@ from itertools import accumulate
 
 import torch
 
+from fastcore.basics import patch
+
 from .block_pool import KVCacheManager
 from .paged_attention import AttentionMetadata, PagedKVCache, TorchPagedAttention
 from .sampling import SamplingTensors, sample, to_device
@@ -123,38 +125,47 @@ class ModelRunner:
                                            [r.generator for r in reqs], self.device, reqs,
                                            self.model.config.vocab_size)
 
-    def logits(self, input_ids: torch.Tensor, meta: AttentionMetadata, rows: torch.Tensor):
-        "One forward pass over a step's tokens; the fp32 logits at `rows`."
-        h = self.model(input_ids, meta.positions, self.attn_cls(self.cache, meta))   # (N, C)
-        return self.model.compute_logits(h[rows])                                     # (S, V)
+# %% ../nbs/04d_model_runner.ipynb #3a3d84e7
+@patch
+def logits(self: ModelRunner, input_ids: torch.Tensor, meta: AttentionMetadata,
+           rows: torch.Tensor):
+    "One forward pass over a step's tokens; the fp32 logits at `rows`."
+    h = self.model(input_ids, meta.positions, self.attn_cls(self.cache, meta))   # (N, C)
+    return self.model.compute_logits(h[rows])                                     # (S, V)
 
-    def sample_tokens(self, logits: torch.Tensor, st: SamplingTensors) -> torch.Tensor:
-        "One token per row of `logits`, by each row's settings."
-        return sample(logits, st)
+@patch
+def sample_tokens(self: ModelRunner, logits: torch.Tensor, st: SamplingTensors) -> torch.Tensor:
+    "One token per row of `logits`, by each row's settings."
+    return sample(logits, st)
 
-    def forward_sample(self, x: StepInputs) -> tuple:
-        """The forward pass and a token for each request that samples, left on the device:
-        (tokens, log-probabilities for the requests that asked); (None, {}) if none samples."""
-        logits = self.logits(x.input_ids, x.meta, x.logits_indices)
-        if not x.sampling: return None, {}
-        host = [i for i, r in enumerate(x.sampling) if needs_host(r)]
-        raw = _host_work(logits, x.sampling, host) if host else None
-        tokens = self.sample_tokens(logits, x.st)
-        return tokens, (_logprobs(raw, tokens, x.sampling) if raw is not None else {})
+@patch
+def forward_sample(self: ModelRunner, x: StepInputs) -> tuple:
+    """The forward pass and a token for each request that samples, left on the device:
+    (tokens, log-probabilities for the requests that asked); (None, {}) if none samples."""
+    logits = self.logits(x.input_ids, x.meta, x.logits_indices)
+    if not x.sampling: return None, {}
+    host = [i for i, r in enumerate(x.sampling) if needs_host(r)]
+    raw = _host_work(logits, x.sampling, host) if host else None
+    tokens = self.sample_tokens(logits, x.st)
+    return tokens, (_logprobs(raw, tokens, x.sampling) if raw is not None else {})
 
-    @torch.inference_mode()
-    def launch(self, x: StepInputs) -> LaunchedStep:
-        "Queue a prepared step, and its tokens' copy to the host, on the device; do not wait."
-        tokens, logprobs = self.forward_sample(x)
-        copy = _to_host(tokens) if tokens is not None else None
-        return LaunchedStep(x.sampling, tokens, copy, x.st, logprobs)
+# %% ../nbs/04d_model_runner.ipynb #71d3aeff
+@patch
+@torch.inference_mode()
+def launch(self: ModelRunner, x: StepInputs) -> LaunchedStep:
+    "Queue a prepared step, and its tokens' copy to the host, on the device; do not wait."
+    tokens, logprobs = self.forward_sample(x)
+    copy = _to_host(tokens) if tokens is not None else None
+    return LaunchedStep(x.sampling, tokens, copy, x.st, logprobs)
 
-    def collect(self, step: LaunchedStep) -> StepResult:
-        "Wait for a launched step's tokens on the host: a token for each request that sampled."
-        if step.tokens is None: return StepResult({}, {})
-        tokens = _wait(*step.copy).tolist()
-        return StepResult({r.request_id: [t] for r, t in zip(step.sampling, tokens)}, step.logprobs)
+@patch
+def collect(self: ModelRunner, step: LaunchedStep) -> StepResult:
+    "Wait for a launched step's tokens on the host: a token for each request that sampled."
+    if step.tokens is None: return StepResult({}, {})
+    tokens = _wait(*step.copy).tolist()
+    return StepResult({r.request_id: [t] for r, t in zip(step.sampling, tokens)}, step.logprobs)
 
-    def execute(self, out: SchedulerOutput) -> StepResult:
-        "Run a step: prepare it, launch it, collect its tokens."
-        return self.collect(self.launch(self.prepare(out)))
+@patch
+def execute(self: ModelRunner, out: SchedulerOutput) -> StepResult:
+    "Run a step: prepare it, launch it, collect its tokens."
+    return self.collect(self.launch(self.prepare(out)))

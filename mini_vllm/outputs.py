@@ -13,6 +13,8 @@ import functools
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from fastcore.basics import patch
+
 from .sampling import SamplingParams
 
 # %% ../nbs/04e1_outputs.ipynb #57f59d85
@@ -145,31 +147,35 @@ class RequestState:
 
     @property
     def text(self) -> str: return self.detok.text if self.detok is not None else ""
-    @property
-    def has_news(self) -> bool:
-        "Whether a stream has something to be given: tokens, or its end."
-        return (len(self.token_ids) > self.sent_tokens
-                or self.finish_reason is not None and not self.sent_finish)
 
-    def delta(self) -> CompletionOutput:
-        "What is new since the last delta; text that may still begin a stop string is held back."
-        done = self.finish_reason is not None
-        end = len(self.text) if done else max(len(self.text) - self.hold, self.sent_text)
-        k = self.sent_tokens
-        lps = None if self.logprobs is None else self.logprobs[k:]
-        out = CompletionOutput(self.index, self.text[self.sent_text:end], self.token_ids[k:],
-                               self.cumulative_logprob, lps, self.finish_reason, self.stop_reason)
-        self.sent_text, self.sent_tokens, self.sent_finish = end, len(self.token_ids), done
-        return out
+# %% ../nbs/04e1_outputs.ipynb #442086fb
+@patch(as_prop=True)
+def has_news(self: RequestState) -> bool:
+    "Whether a stream has something to be given: tokens, or its end."
+    return (len(self.token_ids) > self.sent_tokens
+            or self.finish_reason is not None and not self.sent_finish)
 
-    def whole(self) -> CompletionOutput:
-        "Everything so far: its text decoded now if it has not been yet."
-        if self.detok is not None and self.detok.num_tokens < len(self.token_ids):
-            self.detok.update(self.token_ids[self.detok.num_tokens:],
-                              final=self.finish_reason is not None)
-        return CompletionOutput(self.index, self.text, list(self.token_ids),
-                                self.cumulative_logprob, self.logprobs, self.finish_reason,
-                                self.stop_reason)
+@patch
+def delta(self: RequestState) -> CompletionOutput:
+    "What is new since the last delta; text that may still begin a stop string is held back."
+    done = self.finish_reason is not None
+    end = len(self.text) if done else max(len(self.text) - self.hold, self.sent_text)
+    k = self.sent_tokens
+    lps = None if self.logprobs is None else self.logprobs[k:]
+    out = CompletionOutput(self.index, self.text[self.sent_text:end], self.token_ids[k:],
+                           self.cumulative_logprob, lps, self.finish_reason, self.stop_reason)
+    self.sent_text, self.sent_tokens, self.sent_finish = end, len(self.token_ids), done
+    return out
+
+@patch
+def whole(self: RequestState) -> CompletionOutput:
+    "Everything so far: its text decoded now if it has not been yet."
+    if self.detok is not None and self.detok.num_tokens < len(self.token_ids):
+        self.detok.update(self.token_ids[self.detok.num_tokens:],
+                          final=self.finish_reason is not None)
+    return CompletionOutput(self.index, self.text, list(self.token_ids),
+                            self.cumulative_logprob, self.logprobs, self.finish_reason,
+                            self.stop_reason)
 
 # %% ../nbs/04e1_outputs.ipynb #03bf4b68
 @dataclass(eq=False)
@@ -206,53 +212,61 @@ class OutputProcessor:
         self.prompts[request_id] = p
         for rid, s in zip(sample_ids, samples): self.requests[rid] = (p, s)
 
-    def process(self, outputs: list[EngineOutput]) -> tuple[list[RequestOutput], list[tuple]]:
-        """A step's engine outputs in; out, what callers are due (`RequestOutput`s), and the
-        requests the engine must end, each (request id, reason, stop string): those whose text
-        reached a stop string, and the other samples of a prompt the engine failed."""
-        moved, ends = {}, []
-        for o in outputs:
-            if (entry := self.requests.get(o.request_id)) is None: continue    # aborted meanwhile
-            p, s = entry
-            if s.finish_reason is not None: continue  # ended by its stop string: drop later tokens
-            if (stop := s.update(o, p.stream)) is not None:
-                ends.append((o.request_id, "stop", stop))
-            if o.error is not None:                            # the prompt fails with it
-                p.error = o.error
-                for rid, other in zip(p.sample_ids, p.samples):
-                    if other.finish_reason is None:
-                        other.finish_reason = "error"
-                        ends.append((rid, "error", None))
-            moved[p.request_id] = p
-        return [out for p in moved.values() if (out := self._output(p)) is not None], ends
+# %% ../nbs/04e1_outputs.ipynb #a0fa100f
+@patch
+def process(self: OutputProcessor,
+            outputs: list[EngineOutput]) -> tuple[list[RequestOutput], list[tuple]]:
+    """A step's engine outputs in; out, what callers are due (`RequestOutput`s), and the
+    requests the engine must end, each (request id, reason, stop string): those whose text
+    reached a stop string, and the other samples of a prompt the engine failed."""
+    moved, ends = {}, []
+    for o in outputs:
+        if (entry := self.requests.get(o.request_id)) is None: continue    # aborted meanwhile
+        p, s = entry
+        if s.finish_reason is not None: continue  # ended by its stop string: drop later tokens
+        if (stop := s.update(o, p.stream)) is not None:
+            ends.append((o.request_id, "stop", stop))
+        if o.error is not None:                            # the prompt fails with it
+            p.error = o.error
+            for rid, other in zip(p.sample_ids, p.samples):
+                if other.finish_reason is None:
+                    other.finish_reason = "error"
+                    ends.append((rid, "error", None))
+        moved[p.request_id] = p
+    return [out for p in moved.values() if (out := self._output(p)) is not None], ends
 
-    def _output(self, p: PromptState) -> RequestOutput | None:
-        "What the caller of `p` is due now, if anything."
-        if not p.stream:
-            return self._report(p, [s.whole() for s in p.samples]) if p.finished else None
-        if not p.finished and not self._due(p): return None
-        return self._report(p, [s.delta() for s in p.samples if s.has_news])
+@patch
+def _output(self: OutputProcessor, p: PromptState) -> RequestOutput | None:
+    "What the caller of `p` is due now, if anything."
+    if not p.stream:
+        return self._report(p, [s.whole() for s in p.samples]) if p.finished else None
+    if not p.finished and not self._due(p): return None
+    return self._report(p, [s.delta() for s in p.samples if s.has_news])
 
-    def _due(self, p: PromptState) -> bool:
-        "Whether a stream is due: its first token, or `stream_interval` tokens since the last one."
-        n = sum(len(s.token_ids) for s in p.samples)
-        if p.reported and n - p.reported < self.stream_interval: return False
-        p.reported = n
-        return True
+@patch
+def _due(self: OutputProcessor, p: PromptState) -> bool:
+    "Whether a stream is due: its first token, or `stream_interval` tokens since the last one."
+    n = sum(len(s.token_ids) for s in p.samples)
+    if p.reported and n - p.reported < self.stream_interval: return False
+    p.reported = n
+    return True
 
-    def _report(self, p: PromptState, outs: list[CompletionOutput]) -> RequestOutput:
-        "A `RequestOutput` of `p`; a finished prompt is then forgotten."
-        if p.finished:
-            del self.prompts[p.request_id]
-            for rid in p.sample_ids: del self.requests[rid]
-        return RequestOutput(p.request_id, p.prompt, p.prompt_token_ids, outs, p.finished, p.error)
+@patch
+def _report(self: OutputProcessor, p: PromptState, outs: list[CompletionOutput]) -> RequestOutput:
+    "A `RequestOutput` of `p`; a finished prompt is then forgotten."
+    if p.finished:
+        del self.prompts[p.request_id]
+        for rid in p.sample_ids: del self.requests[rid]
+    return RequestOutput(p.request_id, p.prompt, p.prompt_token_ids, outs, p.finished, p.error)
 
-    def end(self, request_id: str, reason: str = "abort",
-            error: str | None = None) -> RequestOutput | None:
-        "End a prompt's open samples with `reason` (and engine `error`): its last output, if known."
-        if (p := self.prompts.get(request_id)) is None: return None
-        for s in p.samples:
-            if s.finish_reason is None: s.finish_reason = reason
-        p.error = error if error is not None else p.error
-        return self._report(p, [s.delta() for s in p.samples if s.has_news] if p.stream
-                            else [s.whole() for s in p.samples])
+# %% ../nbs/04e1_outputs.ipynb #b26c240a
+@patch
+def end(self: OutputProcessor, request_id: str, reason: str = "abort",
+        error: str | None = None) -> RequestOutput | None:
+    "End a prompt's open samples with `reason` (and engine `error`): its last output, if known."
+    if (p := self.prompts.get(request_id)) is None: return None
+    for s in p.samples:
+        if s.finish_reason is None: s.finish_reason = reason
+    p.error = error if error is not None else p.error
+    return self._report(p, [s.delta() for s in p.samples if s.has_news] if p.stream
+                        else [s.whole() for s in p.samples])

@@ -108,87 +108,97 @@ class Scheduler:
 
     def has_unfinished(self) -> bool: return bool(self.waiting or self.running)
 
-    def _preempt(self, req: Request):
-        "Free a running request's blocks and queue it first for recomputation."
-        self.kv.free(req)
-        req.status, req.num_computed_tokens = RequestStatus.PREEMPTED, 0
-        req.num_preemptions += 1
-        self.num_preemptions += 1
-        self.waiting.appendleft(req)
-
-    def schedule(self) -> SchedulerOutput:
-        "Pick this step's requests and token counts; allocate their blocks, preempting if short."
-        out, budget, i = SchedulerOutput(), self.max_num_batched_tokens, 0
-        while i < len(self.running) and budget > 0:                 # 1. running, oldest first
-            req = self.running[i]
-            n = min(req.num_tokens - req.num_computed_tokens, budget)
-            while (new := self.kv.allocate_slots(req, n)) is None:
-                victim = self.running.pop()                         # the newest running request
-                self._preempt(victim)
-                out.preempted.append(victim)
-                if victim is req: break
-            else:
-                if new: out.new_blocks[len(out.requests)] = len(new)
-                out.requests.append(req)
-                out.num_new_tokens.append(n)
-                budget -= n
-                i += 1
-                continue
-            break
-        while (not out.preempted and self.waiting and budget > 0
-               and len(self.running) < self.max_num_seqs):
-            req = self.waiting[0]                                   # 2. waiting, first come first
-            hits = self.kv.get_computed_blocks(req)
-            n = min(req.num_tokens - len(hits) * self.kv.block_size, budget)
-            if self.kv.allocate_slots(req, n, hits) is None: break
-            self.waiting.popleft()
-            req.status = RequestStatus.RUNNING
-            req.num_computed_tokens = len(hits) * self.kv.block_size
-            self.running.append(req)
+# %% ../nbs/04b_scheduler.ipynb #e503720a
+@patch
+def schedule(self: Scheduler) -> SchedulerOutput:
+    "Pick this step's requests and token counts; allocate their blocks, preempting if short."
+    out, budget, i = SchedulerOutput(), self.max_num_batched_tokens, 0
+    while i < len(self.running) and budget > 0:                 # 1. running, oldest first
+        req = self.running[i]
+        n = min(req.num_tokens - req.num_computed_tokens, budget)
+        while (new := self.kv.allocate_slots(req, n)) is None:
+            victim = self.running.pop()                         # the newest running request
+            self._preempt(victim)
+            out.preempted.append(victim)
+            if victim is req: break
+        else:
+            if new: out.new_blocks[len(out.requests)] = len(new)
             out.requests.append(req)
             out.num_new_tokens.append(n)
             budget -= n
-        return out
+            i += 1
+            continue
+        break
+    while (not out.preempted and self.waiting and budget > 0
+           and len(self.running) < self.max_num_seqs):
+        req = self.waiting[0]                                   # 2. waiting, first come first
+        hits = self.kv.get_computed_blocks(req)
+        n = min(req.num_tokens - len(hits) * self.kv.block_size, budget)
+        if self.kv.allocate_slots(req, n, hits) is None: break
+        self.waiting.popleft()
+        req.status = RequestStatus.RUNNING
+        req.num_computed_tokens = len(hits) * self.kv.block_size
+        self.running.append(req)
+        out.requests.append(req)
+        out.num_new_tokens.append(n)
+        budget -= n
+    return out
 
-    def update(self, out: SchedulerOutput, sampled: dict[str, list[int]]) -> list[tuple]:
-        "Record a step: computed, then sampled tokens; (request, tokens kept) for each getting any."
-        got = []
-        for req, n in zip(out.requests, out.num_new_tokens):
-            req.num_computed_tokens += n
-            if tokens := sampled.get(req.request_id): got.append((req, self._accept(req, tokens)))
-        return got
+# %% ../nbs/04b_scheduler.ipynb #0fbe221e
+@patch
+def _preempt(self: Scheduler, req: Request):
+    "Free a running request's blocks and queue it first for recomputation."
+    self.kv.free(req)
+    req.status, req.num_computed_tokens = RequestStatus.PREEMPTED, 0
+    req.num_preemptions += 1
+    self.num_preemptions += 1
+    self.waiting.appendleft(req)
 
-    def _accept(self, req: Request, tokens: list[int]) -> list[int]:
-        "Append sampled tokens up to the first that ends the request, and end it if one does."
-        p, n = req.sampling_params, len(req.output_token_ids)
-        room = req.room(self.max_model_len)
-        keep, status, stop = tokens[:room], None, None
-        if len(keep) == room: status = RequestStatus.FINISHED_LENGTH
-        if req.stop_ids and not req.stop_ids.isdisjoint(keep):
-            for i, t in enumerate(keep):
-                if t in req.stop_ids and n + i + 1 >= p.min_tokens:
-                    keep, status = keep[:i + 1], RequestStatus.FINISHED_STOPPED
-                    stop = t if t in (p.stop_token_ids or ()) else None
-                    break
-        req.output_token_ids += keep
-        req.all_token_ids += keep
-        if status is not None: self.finish(req, status, stop)
-        return keep
+@patch
+def preempt(self: Scheduler, req: Request):
+    "Take a running request out of the batch: free its blocks, queue it first to compute again."
+    self.running.remove(req)
+    self._preempt(req)
 
-    def finish(self, req: Request, status: RequestStatus = RequestStatus.FINISHED_ABORTED,
-               stop_reason: int | str | None = None):
-        "End a request with `status` (and what stopped it): its blocks back to the pool."
-        if req.status.is_finished: return
-        if req.status == RequestStatus.RUNNING: self.running.remove(req)
-        elif req in self.waiting: self.waiting.remove(req)
-        req.status, req.stop_reason = status, stop_reason
-        self.kv.free(req)
-        self.requests.pop(req.request_id, None)
+# %% ../nbs/04b_scheduler.ipynb #152782ac
+@patch
+def update(self: Scheduler, out: SchedulerOutput, sampled: dict[str, list[int]]) -> list[tuple]:
+    "Record a step: computed, then sampled tokens; (request, tokens kept) for each getting any."
+    got = []
+    for req, n in zip(out.requests, out.num_new_tokens):
+        req.num_computed_tokens += n
+        if tokens := sampled.get(req.request_id): got.append((req, self._accept(req, tokens)))
+    return got
 
-    def preempt(self, req: Request):
-        "Take a running request out of the batch: free its blocks, queue it first to compute again."
-        self.running.remove(req)
-        self._preempt(req)
+@patch
+def _accept(self: Scheduler, req: Request, tokens: list[int]) -> list[int]:
+    "Append sampled tokens up to the first that ends the request, and end it if one does."
+    p, n = req.sampling_params, len(req.output_token_ids)
+    room = req.room(self.max_model_len)
+    keep, status, stop = tokens[:room], None, None
+    if len(keep) == room: status = RequestStatus.FINISHED_LENGTH
+    if req.stop_ids and not req.stop_ids.isdisjoint(keep):
+        for i, t in enumerate(keep):
+            if t in req.stop_ids and n + i + 1 >= p.min_tokens:
+                keep, status = keep[:i + 1], RequestStatus.FINISHED_STOPPED
+                stop = t if t in (p.stop_token_ids or ()) else None
+                break
+    req.output_token_ids += keep
+    req.all_token_ids += keep
+    if status is not None: self.finish(req, status, stop)
+    return keep
+
+# %% ../nbs/04b_scheduler.ipynb #86317b82
+@patch
+def finish(self: Scheduler, req: Request, status: RequestStatus = RequestStatus.FINISHED_ABORTED,
+           stop_reason: int | str | None = None):
+    "End a request with `status` (and what stopped it): its blocks back to the pool."
+    if req.status.is_finished: return
+    if req.status == RequestStatus.RUNNING: self.running.remove(req)
+    elif req in self.waiting: self.waiting.remove(req)
+    req.status, req.stop_reason = status, stop_reason
+    self.kv.free(req)
+    self.requests.pop(req.request_id, None)
 
 # %% ../nbs/04b_scheduler.ipynb #ea181e4f
 def samples(req: Request, num_new_tokens: int) -> bool:

@@ -1,7 +1,7 @@
 """The book's form checks (b)-(f) of tools/check_site.py, which read the notebooks only (no site, no browser).
 
-Every chapter has its Summary and Exercises, no commit hash in its prose and no markdown cell over 250 words, and
-the README shows its figure: a notebook that loses one of these fails here. (f) is a list, never a failure.
+Every chapter has its Summary and Exercises, no commit hash in its prose, no markdown cell over 250 words and no code
+cell over 60 lines, and the README shows its figure: a notebook that loses one of these fails here.
 """
 import subprocess, sys
 from pathlib import Path

@@ -1,7 +1,8 @@
 """The book's Triton kernels compiled for a T4 (sm_75: Turing, fp16, no bf16) on this CPU, without a GPU.
 
-On a T4 the engine runs in fp16 and `attention_backend="auto"` picks the Triton kernels (04g, 04g1, 04h, 04i, and
-05b's for a quantized model), tuned on an H200. Nothing here runs a kernel: each launch the book's own launch
+On a T4 the engine runs in fp16; `attention_backend="auto"` gives it PyTorch's kernels (chapter 04e2: the reason is
+this file's report), and `attention_backend="triton"` the Triton kernels (04g, 04g1, 04h, 04i, and 05b's for a
+quantized model), tuned on an H200. Nothing here runs a kernel: each launch the book's own launch
 functions make, for the shapes of the default model (SmolLM2-135M) and of a model with 128-wide heads (Qwen3-0.6B),
 is compiled with `triton.compile` for `GPUTarget("cuda", 75, 32)` (ptxas ships in the triton wheel), and ptxas's
 report of it is read: registers a thread, bytes spilled to local memory, shared memory, and whether its matrix

@@ -247,7 +247,10 @@ void rms_norm(const elem *x, const elem *add, elem *sum, const elem *w, elem *ou
         for (int c = 0; c < C; c++) o[c] = store(load(w[c]) * load(store(load(h[c]) * r)));
     }
 }
+"""
 
+# %% ../../nbs/04j_cpu.ipynb #b69ec14f
+FUSED_C += r"""
 /* RoPE in place on the first `heads` heads (q's, then k's) of N rows of qkv, rows `stride` elements
    apart: x * cos + rotate_half(x) * sin, each product and the sum rounded as PyTorch's ops round
    them. With `qw`, each head is first RMS-normalized as rms_norm does it, times qw (the first H
@@ -277,7 +280,10 @@ void rope(elem *qkv, const elem *cos, const elem *sin, int N, int heads, int D, 
         }
     }
 }
+"""
 
+# %% ../../nbs/04j_cpu.ipynb #79bbb030
+FUSED_C += r"""
 /* SwiGLU's gate on N rows of gu = [gate | up], I values each: silu(gate) rounded, times up. */
 void silu_mul(const elem *gu, elem *out, int N, int I, int threads) {
     #pragma omp parallel for num_threads(threads) if (N > 1)

@@ -146,119 +146,132 @@ class CUDAGraphRunner(ModelRunner):
         self.replayed = (n, b)
         return b
 
-    def _record(self, run):
-        "`run` as a CUDA graph's replay (or, when not capturing, `run` itself)."
-        if not self.capture: return run
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s), torch.inference_mode():
-            for _ in range(2): run()
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, pool=self.pool), torch.inference_mode(): run()
-        self.pool = g.pool()
-        return g.replay
-
-    def _capture(self, b: int):
-        "Record the decode forward pass for b rows (or keep it as a function when not capturing)."
-        f = self.buf
-        meta = AttentionMetadata(f.pos[:b], f.slots[:b], f.qsl[:b + 1], f.seq_lens[:b], f.bt[:b],
-                                 max_query_len=1, max_seq_len=self.max_model_len)
-        attn = TritonPagedAttention(self.cache, meta, decode_reqs=f.reqs[:b],
-                                    max_seq_len=self.max_model_len)
-        forward = lambda: self.model.compute_logits(self.model(f.ids[:b], f.pos[:b], attn))
-        self.graphs[b] = self._record(lambda: f.logits[:b].copy_(forward()))
-
     @staticmethod
     def _num_tiles(N: int) -> int: return N // BLOCK_M + MIXED_PROMPTS  # prompt tiles for N rows
 
-    def _capture_mixed(self, N: int):
-        "Record a step of N token rows with prompt chunks beside decodes, its logits at `m_rows`."
-        f = self.buf
-        meta = AttentionMetadata(f.m_pos[:N], f.m_slots[:N], f.m_qsl, f.m_seq_lens, f.m_bt,
-                                 max_query_len=N, max_seq_len=self.max_model_len)
-        attn = TritonPagedAttention(self.cache, meta, decode_reqs=f.m_dec,
-                                    tiles=f.m_tiles[:self._num_tiles(N)],
-                                    max_seq_len=self.max_model_len, padded=True)
-        f.m_qsl[:] = N - 1  # while capturing: every request is padding
-        h = lambda: self.model(f.m_ids[:N], f.m_pos[:N], attn)
-        self.mixed_graphs[N] = self._record(
-            lambda: f.logits.copy_(self.model.compute_logits(h()[f.m_rows])))
+# %% ../../nbs/04h_cuda_graphs.ipynb #734ad278
+@patch
+def _record(self: CUDAGraphRunner, run):
+    "`run` as a CUDA graph's replay (or, when not capturing, `run` itself)."
+    if not self.capture: return run
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.inference_mode():
+        for _ in range(2): run()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, pool=self.pool), torch.inference_mode(): run()
+    self.pool = g.pool()
+    return g.replay
 
-    def _mixed_step(self, n: int, meta: AttentionMetadata):
-        "The bucket a mixed step of n tokens replays, its decode rows and tiles; None: eager."
-        ql = meta.query_lens
-        if not self.mixed or n >= self.mixed[-1] or ql is None: return None
-        if len(ql) > self.buf.m_rows.shape[0]: return None
-        N, tiles = next(x for x in self.mixed if x > n), prefill_tiles(ql, BLOCK_M)
-        if len(tiles) > self._num_tiles(N): return None
-        return N, [i for i, q in enumerate(ql) if q == 1], tiles
-    def _replay_mixed(self, input_ids, meta: AttentionMetadata, rows, N: int, dec: list[int],
-                      tiles: list):
-        """Replay bucket N for a mixed step: its n tokens, r requests and S sampling rows into the
-        buffers; the rest is padding: token rows n..N-1 (token 0 at position 0, written to the
-        scratch block), owned by request `pad_req` (no query rows of its own for the prompt kernel,
-        one cached token for the decode kernel's padded programs, whose output lands on row N-1)."""
-        n, r, S = input_ids.shape[0], len(meta.query_lens), rows.shape[0]
-        dev, f = self.device, self.buf
-        f.m_ids[:n].copy_(input_ids)
-        f.m_ids[n:N] = 0
-        f.m_pos[:n].copy_(meta.positions)
-        f.m_pos[n:N] = 0
-        f.m_slots[:n].copy_(meta.slot_mapping)
-        f.m_slots[n:N] = self.scratch * self.kv.block_size
-        f.m_qsl[:r + 1].copy_(meta.query_start_loc)
-        f.m_qsl[r + 1:] = N - 1
-        f.m_seq_lens[:r].copy_(meta.seq_lens)
-        f.m_bt[:r, :meta.block_tables.shape[1]].copy_(meta.block_tables)
-        f.m_dec.fill_(self.pad_req)
-        if dec: f.m_dec[:len(dec)].copy_(to_device(dec, dev, torch.int32))
-        f.m_tiles[:, 0], f.m_tiles[:, 1] = self.pad_req, 0
-        if tiles: f.m_tiles[:len(tiles)].copy_(to_device(tiles, dev, torch.int32))
-        f.m_rows.fill_(N - 1)
-        f.m_rows[:S].copy_(rows)
-        self.mixed_graphs[N]()
-        self.mixed_replays += 1
-        if S == r: self._hand_on(meta)
-        return f.logits[:S]
+@patch
+def _capture(self: CUDAGraphRunner, b: int):
+    "Record the decode forward pass for b rows (or keep it as a function when not capturing)."
+    f = self.buf
+    meta = AttentionMetadata(f.pos[:b], f.slots[:b], f.qsl[:b + 1], f.seq_lens[:b], f.bt[:b],
+                             max_query_len=1, max_seq_len=self.max_model_len)
+    attn = TritonPagedAttention(self.cache, meta, decode_reqs=f.reqs[:b],
+                                max_seq_len=self.max_model_len)
+    forward = lambda: self.model.compute_logits(self.model(f.ids[:b], f.pos[:b], attn))
+    self.graphs[b] = self._record(lambda: f.logits[:b].copy_(forward()))
 
-    def _hand_on(self, meta: AttentionMetadata):
-        """After a mixed step in which every request sampled: the decode buffers take each request's
-        state (last token's position, context, block table) as if a decode graph had run the step,
-        so the next step may advance on the device (`advance`), not be prepared on the host."""
-        S, W, f = meta.seq_lens.shape[0], meta.block_tables.shape[1], self.buf
-        f.pos[:S].copy_(meta.seq_lens - 1)
-        f.seq_lens[:S].copy_(meta.seq_lens)
-        f.bt[:S, :W].copy_(meta.block_tables)
-        self._hold(S)
+@patch
+def _capture_mixed(self: CUDAGraphRunner, N: int):
+    "Record a step of N token rows with prompt chunks beside decodes, its logits at `m_rows`."
+    f = self.buf
+    meta = AttentionMetadata(f.m_pos[:N], f.m_slots[:N], f.m_qsl, f.m_seq_lens, f.m_bt,
+                             max_query_len=N, max_seq_len=self.max_model_len)
+    attn = TritonPagedAttention(self.cache, meta, decode_reqs=f.m_dec,
+                                tiles=f.m_tiles[:self._num_tiles(N)],
+                                max_seq_len=self.max_model_len, padded=True)
+    f.m_qsl[:] = N - 1  # while capturing: every request is padding
+    h = lambda: self.model(f.m_ids[:N], f.m_pos[:N], attn)
+    self.mixed_graphs[N] = self._record(
+        lambda: f.logits.copy_(self.model.compute_logits(h()[f.m_rows])))
 
-    def logits(self, input_ids, meta: AttentionMetadata, rows) -> torch.Tensor:
-        """Decode steps: replay the bucket's graph; steps with prompt chunks: the first mixed bucket
-        above their token count, if there is one; other steps: the eager forward pass."""
-        n, self.replayed, f = input_ids.shape[0], None, self.buf
-        if meta.max_query_len != 1 or n > self.buckets[-1]:
-            step = self._mixed_step(n, meta)
-            if step is None: return super().logits(input_ids, meta, rows)
-            return self._replay_mixed(input_ids, meta, rows, *step)
-        f.ids[:n].copy_(input_ids)
-        f.pos[:n].copy_(meta.positions)
-        f.slots[:n].copy_(meta.slot_mapping)
-        f.seq_lens[:n].copy_(meta.seq_lens)
-        f.bt[:n, :meta.block_tables.shape[1]].copy_(meta.block_tables)
-        self.graphs[self._hold(n)]()
-        return f.logits[:n]  # every row of a decode step samples: rows == 0..n-1
+# %% ../../nbs/04h_cuda_graphs.ipynb #f486856a
+@patch
+def logits(self: CUDAGraphRunner, input_ids, meta: AttentionMetadata, rows) -> torch.Tensor:
+    """Decode steps: replay the bucket's graph; steps with prompt chunks: the first mixed bucket
+    above their token count, if there is one; other steps: the eager forward pass."""
+    n, self.replayed, f = input_ids.shape[0], None, self.buf
+    if meta.max_query_len != 1 or n > self.buckets[-1]:
+        step = self._mixed_step(n, meta)
+        if step is None: return super(CUDAGraphRunner, self).logits(input_ids, meta, rows)
+        return self._replay_mixed(input_ids, meta, rows, *step)
+    f.ids[:n].copy_(input_ids)
+    f.pos[:n].copy_(meta.positions)
+    f.slots[:n].copy_(meta.slot_mapping)
+    f.seq_lens[:n].copy_(meta.seq_lens)
+    f.bt[:n, :meta.block_tables.shape[1]].copy_(meta.block_tables)
+    self.graphs[self._hold(n)]()
+    return f.logits[:n]  # every row of a decode step samples: rows == 0..n-1
 
-    def sample_tokens(self, logits, st):
-        "Greedy batches: the Triton argmax; any other: `sample`."
-        return greedy_tokens(logits) if st.all_greedy else sample(logits, st)
+@patch
+def sample_tokens(self: CUDAGraphRunner, logits, st):
+    "Greedy batches: the Triton argmax; any other: `sample`."
+    return greedy_tokens(logits) if st.all_greedy else sample(logits, st)
 
-    @torch.inference_mode()
-    def launch(self, x: StepInputs) -> LaunchedStep:
-        "As ModelRunner's; a step replayed whole where all requests sample is held in the buffers."
-        step = super().launch(x)
-        whole = self.replayed is not None and len(x.sampling) == x.meta.seq_lens.shape[0]
-        self.held = step if whole else None
-        return step
+@patch
+@torch.inference_mode()
+def launch(self: CUDAGraphRunner, x: StepInputs) -> LaunchedStep:
+    "As ModelRunner's; a step replayed whole where all requests sample is held in the buffers."
+    step = super(CUDAGraphRunner, self).launch(x)
+    whole = self.replayed is not None and len(x.sampling) == x.meta.seq_lens.shape[0]
+    self.held = step if whole else None
+    return step
+
+# %% ../../nbs/04h_cuda_graphs.ipynb #eea462c9
+@patch
+def _mixed_step(self: CUDAGraphRunner, n: int, meta: AttentionMetadata):
+    "The bucket a mixed step of n tokens replays, its decode rows and tiles; None: eager."
+    ql = meta.query_lens
+    if not self.mixed or n >= self.mixed[-1] or ql is None: return None
+    if len(ql) > self.buf.m_rows.shape[0]: return None
+    N, tiles = next(x for x in self.mixed if x > n), prefill_tiles(ql, BLOCK_M)
+    if len(tiles) > self._num_tiles(N): return None
+    return N, [i for i, q in enumerate(ql) if q == 1], tiles
+
+@patch
+def _replay_mixed(self: CUDAGraphRunner, input_ids, meta: AttentionMetadata, rows, N: int,
+                  dec: list[int], tiles: list):
+    """Replay bucket N for a mixed step: its n tokens, r requests and S sampling rows into the
+    buffers; the rest is padding: token rows n..N-1 (token 0 at position 0, written to the
+    scratch block), owned by request `pad_req` (no query rows of its own for the prompt kernel,
+    one cached token for the decode kernel's padded programs, whose output lands on row N-1)."""
+    n, r, S = input_ids.shape[0], len(meta.query_lens), rows.shape[0]
+    dev, f = self.device, self.buf
+    f.m_ids[:n].copy_(input_ids)
+    f.m_ids[n:N] = 0
+    f.m_pos[:n].copy_(meta.positions)
+    f.m_pos[n:N] = 0
+    f.m_slots[:n].copy_(meta.slot_mapping)
+    f.m_slots[n:N] = self.scratch * self.kv.block_size
+    f.m_qsl[:r + 1].copy_(meta.query_start_loc)
+    f.m_qsl[r + 1:] = N - 1
+    f.m_seq_lens[:r].copy_(meta.seq_lens)
+    f.m_bt[:r, :meta.block_tables.shape[1]].copy_(meta.block_tables)
+    f.m_dec.fill_(self.pad_req)
+    if dec: f.m_dec[:len(dec)].copy_(to_device(dec, dev, torch.int32))
+    f.m_tiles[:, 0], f.m_tiles[:, 1] = self.pad_req, 0
+    if tiles: f.m_tiles[:len(tiles)].copy_(to_device(tiles, dev, torch.int32))
+    f.m_rows.fill_(N - 1)
+    f.m_rows[:S].copy_(rows)
+    self.mixed_graphs[N]()
+    self.mixed_replays += 1
+    if S == r: self._hand_on(meta)
+    return f.logits[:S]
+
+@patch
+def _hand_on(self: CUDAGraphRunner, meta: AttentionMetadata):
+    """After a mixed step in which every request sampled: the decode buffers take each request's
+    state (last token's position, context, block table) as if a decode graph had run the step,
+    so the next step may advance on the device (`advance`), not be prepared on the host."""
+    S, W, f = meta.seq_lens.shape[0], meta.block_tables.shape[1], self.buf
+    f.pos[:S].copy_(meta.seq_lens - 1)
+    f.seq_lens[:S].copy_(meta.seq_lens)
+    f.bt[:S, :W].copy_(meta.block_tables)
+    self._hold(S)
 
 # %% ../../nbs/04h_cuda_graphs.ipynb #9cc4aa47
 @triton.jit(do_not_specialize=["n"])          # n, the batch size, changes from step to step

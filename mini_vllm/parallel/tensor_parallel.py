@@ -17,6 +17,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from types import SimpleNamespace
 
+from fastcore.basics import patch
 import torch
 import torch.distributed as dist
 from torch.distributed.distributed_c10d import _abort_process_group
@@ -119,165 +120,179 @@ class TensorParallelGroup:
             raise
         if cuda: threading.Thread(target=self._watch, daemon=True, name="tp-watch").start()
 
-    def _start(self, model, dtype, load_format, device, attention_backend):
-        timeout = timedelta(seconds=self.timeout_s)
-        self.store = dist.TCPStore("127.0.0.1", 0, self.world, is_master=True,
-                                   wait_for_workers=False, timeout=timeout)
-        root = str(Path(__file__).resolve().parents[2])      # where the package is imported from
-        for r in range(1, self.world):
-            cmd_r, cmd_w = os.pipe()
-            status_r, status_w = os.pipe()
-            args = dict(rank=r, world=self.world, port=self.store.port, backend=self.backend,
-                        timeout_s=self.timeout_s, model=str(model),
-                        dtype=str(dtype).removeprefix("torch."), load_format=load_format,
-                        attention_backend=attention_backend, cmd_fd=cmd_r, status_fd=status_w)
-            env = {**os.environ, "MINI_VLLM_TP_WORKER": json.dumps(args),
-                   "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
-            try: self.procs.append(subprocess.Popen([sys.executable, "-c", WORKER_CODE], env=env,
-                                                    pass_fds=(cmd_r, status_w)))
-            finally:  # the worker holds these ends
-                os.close(cmd_r)
-                os.close(status_w)
-            self.conns.append(Connection(cmd_w, readable=False))
-            self.statuses.append(Connection(status_r, writable=False))
-        self._expect("up")
-        if self.backend == "gloo": torch.set_num_threads(1)    # ranks share the CPU's cores
-        dist.init_process_group(self.backend, store=self.store, rank=0, world_size=self.world,
-                                timeout=_pg_timeout(self.backend, timeout))
-        self.model = load_shard(model, 0, self.world, dtype, device, load_format, attention_backend)
-        self._expect("ready")
+# %% ../../nbs/09b_tensor_parallel.ipynb #e7592b6d
+@patch
+def _start(self: TensorParallelGroup, model, dtype, load_format, device, attention_backend):
+    timeout = timedelta(seconds=self.timeout_s)
+    self.store = dist.TCPStore("127.0.0.1", 0, self.world, is_master=True,
+                               wait_for_workers=False, timeout=timeout)
+    root = str(Path(__file__).resolve().parents[2])      # where the package is imported from
+    for r in range(1, self.world):
+        cmd_r, cmd_w = os.pipe()
+        status_r, status_w = os.pipe()
+        args = dict(rank=r, world=self.world, port=self.store.port, backend=self.backend,
+                    timeout_s=self.timeout_s, model=str(model),
+                    dtype=str(dtype).removeprefix("torch."), load_format=load_format,
+                    attention_backend=attention_backend, cmd_fd=cmd_r, status_fd=status_w)
+        env = {**os.environ, "MINI_VLLM_TP_WORKER": json.dumps(args),
+               "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+        try: self.procs.append(subprocess.Popen([sys.executable, "-c", WORKER_CODE], env=env,
+                                                pass_fds=(cmd_r, status_w)))
+        finally:  # the worker holds these ends
+            os.close(cmd_r)
+            os.close(status_w)
+        self.conns.append(Connection(cmd_w, readable=False))
+        self.statuses.append(Connection(status_r, writable=False))
+    self._expect("up")
+    if self.backend == "gloo": torch.set_num_threads(1)    # ranks share the CPU's cores
+    dist.init_process_group(self.backend, store=self.store, rank=0, world_size=self.world,
+                            timeout=_pg_timeout(self.backend, timeout))
+    self.model = load_shard(model, 0, self.world, dtype, device, load_format, attention_backend)
+    self._expect("ready")
 
-    def _expect(self, what: str):
-        "Wait until every worker reports `what`; raise on an error, a death, or when time is up."
-        limit = max(self.timeout_s, 120)        # a rank takes seconds to start: CUDA, weights
-        waiting, deadline = set(range(1, self.world)), time.monotonic() + limit
-        while waiting:
-            for c in wait([self.statuses[r - 1] for r in waiting], timeout=0.05):
-                try: kind, rank, err = c.recv()
-                except EOFError: continue                       # its process ended: seen below
-                if kind == "error": raise self._fail(f"tensor-parallel rank {rank} failed:\n{err}")
-                waiting.discard(rank)
-            dead = [r for r in waiting if self.procs[r - 1].poll() is not None]
-            if dead: raise self._fail(self._why(dead[0]))
-            if time.monotonic() > deadline:
-                raise self._fail(f"tensor-parallel ranks {sorted(waiting)} were not {what} "
-                                 f"within {limit:.0f} s")
+@patch
+def _expect(self: TensorParallelGroup, what: str):
+    "Wait until every worker reports `what`; raise on an error, a death, or when time is up."
+    limit = max(self.timeout_s, 120)        # a rank takes seconds to start: CUDA, weights
+    waiting, deadline = set(range(1, self.world)), time.monotonic() + limit
+    while waiting:
+        for c in wait([self.statuses[r - 1] for r in waiting], timeout=0.05):
+            try: kind, rank, err = c.recv()
+            except EOFError: continue                       # its process ended: seen below
+            if kind == "error": raise self._fail(f"tensor-parallel rank {rank} failed:\n{err}")
+            waiting.discard(rank)
+        dead = [r for r in waiting if self.procs[r - 1].poll() is not None]
+        if dead: raise self._fail(self._why(dead[0]))
+        if time.monotonic() > deadline:
+            raise self._fail(f"tensor-parallel ranks {sorted(waiting)} were not {what} "
+                             f"within {limit:.0f} s")
 
-    def _why(self, rank: int) -> str:
-        "Why rank `rank` is gone: the traceback it sent, or its exit code."
-        c = self.statuses[rank - 1]
-        try:
-            while c.poll(0.2):
-                kind, _, err = c.recv()
-                if kind == "error": return f"tensor-parallel rank {rank} failed:\n{err}"
-        except (EOFError, OSError): pass
-        code = self.procs[rank - 1].poll()
-        return (f"tensor-parallel rank {rank} died (exit code {code}); the engine cannot continue "
-                "(if it died at start-up, its own error is printed above)")
+# %% ../../nbs/09b_tensor_parallel.ipynb #c6a312c5
+@patch
+def _why(self: TensorParallelGroup, rank: int) -> str:
+    "Why rank `rank` is gone: the traceback it sent, or its exit code."
+    c = self.statuses[rank - 1]
+    try:
+        while c.poll(0.2):
+            kind, _, err = c.recv()
+            if kind == "error": return f"tensor-parallel rank {rank} failed:\n{err}"
+    except (EOFError, OSError): pass
+    code = self.procs[rank - 1].poll()
+    return (f"tensor-parallel rank {rank} died (exit code {code}); the engine cannot continue "
+            "(if it died at start-up, its own error is printed above)")
 
-    def _end(self, msg: str):
-        "Record the (first) failure and end the group."
-        self.failed = self.failed or msg
-        self._close(graceful=False)
+@patch
+def _end(self: TensorParallelGroup, msg: str):
+    "Record the (first) failure and end the group."
+    self.failed = self.failed or msg
+    self._close(graceful=False)
 
-    def _fail(self, msg: str) -> EngineDeadError:
-        "End the group; the error to raise, telling the whole story."
-        self._end(msg)
-        self.reported = True
-        return EngineDeadError(self.failed)
+@patch
+def _fail(self: TensorParallelGroup, msg: str) -> EngineDeadError:
+    "End the group; the error to raise, telling the whole story."
+    self._end(msg)
+    self.reported = True
+    return EngineDeadError(self.failed)
 
-    def check(self):
-        "Raise if the group failed before or a worker process has died."
-        if self.failed:
-            first, self.reported = not self.reported, True    # the full story once, then a reminder
-            if first: raise EngineDeadError(self.failed)
-            raise EngineDeadError(f"the tensor-parallel group failed earlier: "
-                                  f"{self.failed.splitlines()[0]}")
-        for r, p in enumerate(self.procs, 1):
-            if p.poll() is not None: raise self._fail(self._why(r))
+@patch
+def _close(self: TensorParallelGroup, graceful: bool):
+    "End the workers and the process group, once. Graceful: ask the workers to stop, else kill."
+    with self.lock:
+        if self.closed.is_set(): return
+        self.closed.set()
+        for p in self.procs:                 # the workers end first (graceful: as told to)
+            if not graceful: p.kill()          # a no-op for a process that has ended
+            try: p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        if dist.is_initialized():              # then rank 0 leaves, without waiting for anyone
+            if self.backend == "nccl": self._leave_nccl()
+            else: dist.destroy_process_group()
+        for c in self.conns + self.statuses: c.close()
+        self.store = None                      # frees the port
+        torch.set_num_threads(self.threads)
 
-    def send(self, msg):
-        "Send `msg` to every worker."
-        data = pickle.dumps(msg)
-        for r, c in enumerate(self.conns, 1):
-            try: c.send_bytes(data)
-            except OSError:                     # its process is ending: wait a moment to say how
-                try: self.procs[r - 1].wait(timeout=1)
-                except subprocess.TimeoutExpired: pass
-                self.check()
-                raise self._fail(f"tensor-parallel rank {r} closed its pipe") from None
+@patch
+def _leave_nccl(self: TensorParallelGroup):
+    """Abort rank 0's NCCL communicators (kernels waiting for a dead rank return), once no CUDA
+    graph holds them: NCCL frees a communicator only when its graphs are gone."""
+    for name in ("graphs", "mixed_graphs"): getattr(self.runner, name, {}).clear()
+    t = threading.Thread(target=_abort_process_group, daemon=True)
+    t.start()
+    t.join(30)
+    if t.is_alive(): warnings.warn("tensor parallelism: NCCL held its communicators for 30 s")
 
-    def run(self, fn, *args):
-        "Call `fn` with `args`: a step that the workers follow; a lost rank raises EngineDeadError."
-        self.check()
-        self.busy_since = time.monotonic()
-        try: result = fn(*args)
-        except EngineDeadError: raise
-        except Exception:
-            self.check()                   # the watcher may have ended the group under the step
-            raise
-        finally: self.busy_since = None
-        self.check()
-        return result
+# %% ../../nbs/09b_tensor_parallel.ipynb #1c7656bb
+@patch
+def check(self: TensorParallelGroup):
+    "Raise if the group failed before or a worker process has died."
+    if self.failed:
+        first, self.reported = not self.reported, True    # the full story once, then a reminder
+        if first: raise EngineDeadError(self.failed)
+        raise EngineDeadError(f"the tensor-parallel group failed earlier: "
+                              f"{self.failed.splitlines()[0]}")
+    for r, p in enumerate(self.procs, 1):
+        if p.poll() is not None: raise self._fail(self._why(r))
 
-    def lost(self, e: Exception) -> EngineDeadError:
-        """The error for `e`, raised inside a forward pass: some ranks may wait in a collective, so
-        the group is over."""
-        if isinstance(e, EngineDeadError): return e
-        for p in self.procs:                           # give a dying rank a moment to be seen dead
-            try: p.wait(timeout=1)
+@patch
+def send(self: TensorParallelGroup, msg):
+    "Send `msg` to every worker."
+    data = pickle.dumps(msg)
+    for r, c in enumerate(self.conns, 1):
+        try: c.send_bytes(data)
+        except OSError:                     # its process is ending: wait a moment to say how
+            try: self.procs[r - 1].wait(timeout=1)
             except subprocess.TimeoutExpired: pass
-        self.check()
-        why = f"{type(e).__name__}: {e}"
-        return self._fail(f"a tensor-parallel forward pass failed ({why}): a rank stopped "
-                          "answering, or the ranks fell out of step")
+            self.check()
+            raise self._fail(f"tensor-parallel rank {r} closed its pipe") from None
 
-    def _watch(self):
-        "NCCL waits for a dead rank forever: end the group if a rank dies or a step takes too long."
-        while not self.closed.wait(0.1):
-            dead = [r for r, p in enumerate(self.procs, 1) if p.poll() is not None]
-            busy = self.busy_since
-            if dead: self._end(self._why(dead[0]))
-            elif busy is not None and time.monotonic() - busy > self.timeout_s:
-                self._end(f"a step took over {self.timeout_s:.0f} s: a tensor-parallel rank "
-                          "stopped answering")
+@patch
+def run(self: TensorParallelGroup, fn, *args):
+    "Call `fn` with `args`: a step that the workers follow; a lost rank raises EngineDeadError."
+    self.check()
+    self.busy_since = time.monotonic()
+    try: result = fn(*args)
+    except EngineDeadError: raise
+    except Exception:
+        self.check()                   # the watcher may have ended the group under the step
+        raise
+    finally: self.busy_since = None
+    self.check()
+    return result
 
-    def _close(self, graceful: bool):
-        "End the workers and the process group, once. Graceful: ask the workers to stop, else kill."
-        with self.lock:
-            if self.closed.is_set(): return
-            self.closed.set()
-            for p in self.procs:                 # the workers end first (graceful: as told to)
-                if not graceful: p.kill()          # a no-op for a process that has ended
-                try: p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-            if dist.is_initialized():              # then rank 0 leaves, without waiting for anyone
-                if self.backend == "nccl": self._leave_nccl()
-                else: dist.destroy_process_group()
-            for c in self.conns + self.statuses: c.close()
-            self.store = None                      # frees the port
-            torch.set_num_threads(self.threads)
+@patch
+def lost(self: TensorParallelGroup, e: Exception) -> EngineDeadError:
+    """The error for `e`, raised inside a forward pass: some ranks may wait in a collective, so
+    the group is over."""
+    if isinstance(e, EngineDeadError): return e
+    for p in self.procs:                           # give a dying rank a moment to be seen dead
+        try: p.wait(timeout=1)
+        except subprocess.TimeoutExpired: pass
+    self.check()
+    why = f"{type(e).__name__}: {e}"
+    return self._fail(f"a tensor-parallel forward pass failed ({why}): a rank stopped "
+                      "answering, or the ranks fell out of step")
 
-    def _leave_nccl(self):
-        """Abort rank 0's NCCL communicators (kernels waiting for a dead rank return), once no CUDA
-        graph holds them: NCCL frees a communicator only when its graphs are gone."""
-        for name in ("graphs", "mixed_graphs"): getattr(self.runner, name, {}).clear()
-        t = threading.Thread(target=_abort_process_group, daemon=True)
-        t.start()
-        t.join(30)
-        if t.is_alive(): warnings.warn("tensor parallelism: NCCL held its communicators for 30 s")
+# %% ../../nbs/09b_tensor_parallel.ipynb #c4ab85da
+@patch
+def _watch(self: TensorParallelGroup):
+    "NCCL waits for a dead rank forever: end the group if a rank dies or a step takes too long."
+    while not self.closed.wait(0.1):
+        dead = [r for r, p in enumerate(self.procs, 1) if p.poll() is not None]
+        busy = self.busy_since
+        if dead: self._end(self._why(dead[0]))
+        elif busy is not None and time.monotonic() - busy > self.timeout_s:
+            self._end(f"a step took over {self.timeout_s:.0f} s: a tensor-parallel rank "
+                      "stopped answering")
 
-    def shutdown(self):
-        "Stop the workers and leave the process group; the process can build another engine after."
-        if not self.closed.is_set() and self.failed is None:
-            try: self.send(None)
-            except EngineDeadError: return
-        self._close(graceful=self.failed is None)
-
-# %% ../../nbs/09b_tensor_parallel.ipynb #0aaf8300
-QUEUED_STEPS = 4    # steps rank 0 may queue on its GPU behind the one running
+@patch
+def shutdown(self: TensorParallelGroup):
+    "Stop the workers and leave the process group; the process can build another engine after."
+    if not self.closed.is_set() and self.failed is None:
+        try: self.send(None)
+        except EngineDeadError: return
+    self._close(graceful=self.failed is None)
 
 # %% ../../nbs/09b_tensor_parallel.ipynb #98071685
 class _Leader:
@@ -285,7 +300,6 @@ class _Leader:
     group: TensorParallelGroup
     home: torch.device      # rank 0's device, where it runs and samples
     queued: deque           # an event after each step queued on rank 0's GPU
-
     def lead(self, group: TensorParallelGroup):
         "Become rank 0 of `group`: every step from now on is sent to its other ranks."
         self.group, self.home, self.queued = group, self.device, deque()
@@ -298,52 +312,64 @@ class _Leader:
         try: yield
         finally: self.device = dev
 
-    def prepare(self, out: SchedulerOutput) -> StepInputs:
-        "Build a step's inputs on the host, send them to the others, then to rank 0's GPU."
-        with self._inputs_on(torch.device("cpu")): x = super().prepare(out)
-        self.group.send((x.input_ids, x.meta, x.logits_indices))
-        dev = self.home
-        try: ids, meta, rows = x.input_ids.to(dev), _to(x.meta, dev), x.logits_indices.to(dev)
-        except Exception as e: raise self.group.lost(e) from e     # the others run the step already
-        return replace(x, input_ids=ids, meta=meta, logits_indices=rows)
+# %% ../../nbs/09b_tensor_parallel.ipynb #d1c3ba8d
+@patch
+def prepare(self: _Leader, out: SchedulerOutput) -> StepInputs:
+    "Build a step's inputs on the host, send them to the others, then to rank 0's GPU."
+    with self._inputs_on(torch.device("cpu")): x = super(_Leader, self).prepare(out)
+    self.group.send((x.input_ids, x.meta, x.logits_indices))
+    dev = self.home
+    try: ids, meta, rows = x.input_ids.to(dev), _to(x.meta, dev), x.logits_indices.to(dev)
+    except Exception as e: raise self.group.lost(e) from e     # the others run the step already
+    return replace(x, input_ids=ids, meta=meta, logits_indices=rows)
 
-    def sampling_tensors(self, reqs: list) -> SamplingTensors:
-        "On rank 0's device, also while `prepare` builds the rest of a step on the host."
-        with self._inputs_on(self.home): return super().sampling_tensors(reqs)
+@patch
+def sampling_tensors(self: _Leader, reqs: list) -> SamplingTensors:
+    "On rank 0's device, also while `prepare` builds the rest of a step on the host."
+    with self._inputs_on(self.home): return super(_Leader, self).sampling_tensors(reqs)
 
-    def logits(self, input_ids, meta, rows):
-        "The forward pass; an error in it ends the group (the others may wait in a collective)."
-        try: return super().logits(input_ids, meta, rows)
-        except Exception as e: raise self.group.lost(e) from e
+@patch
+def logits(self: _Leader, input_ids, meta, rows):
+    "The forward pass; an error in it ends the group (the others may wait in a collective)."
+    try: return super(_Leader, self).logits(input_ids, meta, rows)
+    except Exception as e: raise self.group.lost(e) from e
 
-    def launch(self, x: StepInputs) -> LaunchedStep:
-        "Launch a step, then wait, polling, while more than QUEUED_STEPS are queued on the GPU."
-        step = super().launch(x)
-        self._pace(QUEUED_STEPS)
-        return step
+# %% ../../nbs/09b_tensor_parallel.ipynb #0aaf8300
+QUEUED_STEPS = 4    # steps rank 0 may queue on its GPU behind the one running
 
-    def collect(self, step: LaunchedStep) -> StepResult:
-        "Wait for a step's tokens by polling, so that reading them cannot block in CUDA."
-        if step.tokens is not None: self._pace(0)
-        return super().collect(step)
+# %% ../../nbs/09b_tensor_parallel.ipynb #e3dfaa39
+@patch
+def launch(self: _Leader, x: StepInputs) -> LaunchedStep:
+    "Launch a step, then wait, polling, while more than QUEUED_STEPS are queued on the GPU."
+    step = super(_Leader, self).launch(x)
+    self._pace(QUEUED_STEPS)
+    return step
 
-    def execute(self, out: SchedulerOutput) -> StepResult:
-        "Run a step under the group's watch: a lost rank raises EngineDeadError."
-        return self.group.run(super().execute, out)
+@patch
+def collect(self: _Leader, step: LaunchedStep) -> StepResult:
+    "Wait for a step's tokens by polling, so that reading them cannot block in CUDA."
+    if step.tokens is not None: self._pace(0)
+    return super(_Leader, self).collect(step)
 
-    def _pace(self, queued: int):
-        "Poll until at most `queued` steps are queued on the GPU; raise if the group ends."
-        if self.home.type != "cuda": return
-        q = self.queued
-        q.append(torch.cuda.Event())
-        q[-1].record()
-        while len(q) > queued:
-            while not q[0].query():
-                if self.group.closed.is_set():                   # the watcher ended the group
-                    self.group.check()
-                    raise EngineDeadError("the tensor-parallel group has ended")
-                time.sleep(5e-5)
-            q.popleft()
+@patch
+def execute(self: _Leader, out: SchedulerOutput) -> StepResult:
+    "Run a step under the group's watch: a lost rank raises EngineDeadError."
+    return self.group.run(super(_Leader, self).execute, out)
+
+@patch
+def _pace(self: _Leader, queued: int):
+    "Poll until at most `queued` steps are queued on the GPU; raise if the group ends."
+    if self.home.type != "cuda": return
+    q = self.queued
+    q.append(torch.cuda.Event())
+    q[-1].record()
+    while len(q) > queued:
+        while not q[0].query():
+            if self.group.closed.is_set():                   # the watcher ended the group
+                self.group.check()
+                raise EngineDeadError("the tensor-parallel group has ended")
+            time.sleep(5e-5)
+        q.popleft()
 
 # %% ../../nbs/09b_tensor_parallel.ipynb #506bd041
 class TPModelRunner(_Leader, ModelRunner):

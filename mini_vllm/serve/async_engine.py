@@ -14,6 +14,8 @@ import asyncio, collections, contextlib, itertools, logging, os, sys, threading,
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
+from fastcore.basics import patch
+
 from prometheus_client import (CollectorRegistry, Counter, Histogram, disable_created_metrics,
                                generate_latest)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -237,166 +239,188 @@ class AsyncLLMEngine:
     @property
     def running(self) -> bool: return self.task is not None and not self.task.done()
 
-    def _submit(self, fn) -> asyncio.Future:
-        "Queue `fn` to run between two steps; the future returned gets its result (or exception)."
-        fut = asyncio.get_running_loop().create_future()
-        self.commands.append((fn, fut))
-        self.wakeup.set()
-        return fut
+# %% ../../nbs/06a_async_engine.ipynb #284eebb9
+@patch
+def _submit(self: AsyncLLMEngine, fn) -> asyncio.Future:
+    "Queue `fn` to run between two steps; the future returned gets its result (or exception)."
+    fut = asyncio.get_running_loop().create_future()
+    self.commands.append((fn, fut))
+    self.wakeup.set()
+    return fut
 
-    def _run_commands(self):
-        "Run the queued commands, in order."
-        commands, self.commands = self.commands, []
-        for fn, fut in commands:
-            if fut.cancelled(): continue                 # its caller has gone: skip
-            try: fut.set_result(fn())
-            except Exception as e: fut.set_exception(e)
+@patch
+def _run_commands(self: AsyncLLMEngine):
+    "Run the queued commands, in order."
+    commands, self.commands = self.commands, []
+    for fn, fut in commands:
+        if fut.cancelled(): continue                 # its caller has gone: skip
+        try: fut.set_result(fn())
+        except Exception as e: fut.set_exception(e)
 
-    async def call(self, fn):
-        "Run `fn()` in the loop, between two steps, and return its result."
-        if not self.running:
-            why = f": {self.dead!r}" if self.dead else ""
-            raise EngineStepError(f"the engine loop is not running{why}")
-        return await self._submit(fn)
+@patch
+async def call(self: AsyncLLMEngine, fn):
+    "Run `fn()` in the loop, between two steps, and return its result."
+    if not self.running:
+        why = f": {self.dead!r}" if self.dead else ""
+        raise EngineStepError(f"the engine loop is not running{why}")
+    return await self._submit(fn)
 
-    async def _run(self):
-        "The engine loop: commands, then one step, until shut down."
-        loop = asyncio.get_running_loop()
-        try:
-            while not self.stopping:
-                self._run_commands()
-                self._release()
-                if not self.engine.has_unfinished_requests():
-                    self.wakeup.clear()
-                    if not self.commands and not self.stopping: await self.wakeup.wait()
-                    continue
-                try: outs = await loop.run_in_executor(self.executor, self.engine.step)
-                except Exception as e:
-                    self._fail_step(e)
-                    continue
-                self._dispatch(outs)
-        except BaseException as e:                    # a bug in the loop itself: fail everyone
-            self.dead = e
-            raise
-        finally:
+# %% ../../nbs/06a_async_engine.ipynb #8125eca3
+@patch
+async def _run(self: AsyncLLMEngine):
+    "The engine loop: commands, then one step, until shut down."
+    loop = asyncio.get_running_loop()
+    try:
+        while not self.stopping:
             self._run_commands()
-            for rid in list(self.streams):
-                self._fail(rid, EngineStepError("the server is shutting down"))
-            self.held.clear()                         # their streams have just been failed
+            self._release()
+            if not self.engine.has_unfinished_requests():
+                self.wakeup.clear()
+                if not self.commands and not self.stopping: await self.wakeup.wait()
+                continue
+            try: outs = await loop.run_in_executor(self.executor, self.engine.step)
+            except Exception as e:
+                self._fail_step(e)
+                continue
+            self._dispatch(outs)
+    except BaseException as e:                    # a bug in the loop itself: fail everyone
+        self.dead = e
+        raise
+    finally:
+        self._run_commands()
+        for rid in list(self.streams):
+            self._fail(rid, EngineStepError("the server is shutting down"))
+        self.held.clear()                         # their streams have just been failed
 
-    def _dispatch(self, outs: list[RequestOutput]):
-        "Give each output to its stream; record the metrics."
-        now = time.monotonic()
-        for o in outs:
-            if (s := self.streams.get(o.request_id)) is None: continue
-            self.metrics.observe(s, o, now)
-            s.put(o if o.error is None else EngineStepError(o.error))   # failed by the engine: why
-            if o.finished: del self.streams[o.request_id]
+@patch
+def _dispatch(self: AsyncLLMEngine, outs: list[RequestOutput]):
+    "Give each output to its stream; record the metrics."
+    now = time.monotonic()
+    for o in outs:
+        if (s := self.streams.get(o.request_id)) is None: continue
+        self.metrics.observe(s, o, now)
+        s.put(o if o.error is None else EngineStepError(o.error))   # failed by the engine: why
+        if o.finished: del self.streams[o.request_id]
 
-    def _fail(self, request_id: str, exc: Exception):
-        "Abort a prompt's requests and fail its stream with `exc`."
-        out = self.engine.abort_request(request_id)
-        if (s := self.streams.pop(request_id, None)) is not None:
-            if out is not None: self.metrics.observe(s, out, time.monotonic())
-            s.put(exc)
+# %% ../../nbs/06a_async_engine.ipynb #9a381b34
+@patch
+def _fail(self: AsyncLLMEngine, request_id: str, exc: Exception):
+    "Abort a prompt's requests and fail its stream with `exc`."
+    out = self.engine.abort_request(request_id)
+    if (s := self.streams.pop(request_id, None)) is not None:
+        if out is not None: self.metrics.observe(s, out, time.monotonic())
+        s.put(exc)
 
-    def _fail_step(self, exc: Exception):
-        "A step raised outside the model: fail the prompts it ran, forget the prefix cache, go on."
-        why = f"{type(exc).__name__}: {exc}"
-        log.error("an engine step raised %s; its running requests are ended", why, exc_info=exc)
-        self._dispatch(self.engine.fail_running(f"engine step failed ({why})"))
+@patch
+def _fail_step(self: AsyncLLMEngine, exc: Exception):
+    "A step raised outside the model: fail the prompts it ran, forget the prefix cache, go on."
+    why = f"{type(exc).__name__}: {exc}"
+    log.error("an engine step raised %s; its running requests are ended", why, exc_info=exc)
+    self._dispatch(self.engine.fail_running(f"engine step failed ({why})"))
 
-    async def shutdown(self):
-        "Stop the loop at the next step boundary; fail and abort whatever is still running."
-        if self.task is None: return
-        self.stopping = True
-        self.wakeup.set()
-        try: await self.task
-        except BaseException: pass
-        self.task = None
-        self.executor.shutdown(wait=False)
-        self.prompts.shutdown()
+@patch
+async def shutdown(self: AsyncLLMEngine):
+    "Stop the loop at the next step boundary; fail and abort whatever is still running."
+    if self.task is None: return
+    self.stopping = True
+    self.wakeup.set()
+    try: await self.task
+    except BaseException: pass
+    self.task = None
+    self.executor.shutdown(wait=False)
+    self.prompts.shutdown()
 
-    def _admit(self, params: list[SamplingParams]) -> int:
-        "Reserve room for a request's sequences among those waiting, or refuse it; how many."
-        if not self.running: raise EngineStepError("the engine loop is not running")
-        if self.engine.dead: raise EngineDeadError(self.engine.dead)
-        seqs = sum(p.n for p in params)
-        if self.max_waiting is None: return 0
-        if seqs > self.max_waiting:
-            raise TooManySequences("prompt" if params[0].n == 1 else "n",
-                                   f"this request asks for {seqs} sequences (prompts x n); at most "
-                                   f"{self.max_waiting} may wait at once")
-        if (n := self.num_waiting()) + seqs > self.max_waiting:
-            raise EngineOverloaded(f"the server is overloaded: {n} sequences are waiting and this "
-                                   f"request adds {seqs} (max_waiting={self.max_waiting}); "
-                                   "try again later")
-        self.reserved += seqs
-        return seqs
+# %% ../../nbs/06a_async_engine.ipynb #aa532b20
+@patch
+def _admit(self: AsyncLLMEngine, params: list[SamplingParams]) -> int:
+    "Reserve room for a request's sequences among those waiting, or refuse it; how many."
+    if not self.running: raise EngineStepError("the engine loop is not running")
+    if self.engine.dead: raise EngineDeadError(self.engine.dead)
+    seqs = sum(p.n for p in params)
+    if self.max_waiting is None: return 0
+    if seqs > self.max_waiting:
+        raise TooManySequences("prompt" if params[0].n == 1 else "n",
+                               f"this request asks for {seqs} sequences (prompts x n); at most "
+                               f"{self.max_waiting} may wait at once")
+    if (n := self.num_waiting()) + seqs > self.max_waiting:
+        raise EngineOverloaded(f"the server is overloaded: {n} sequences are waiting and this "
+                               f"request adds {seqs} (max_waiting={self.max_waiting}); "
+                               "try again later")
+    self.reserved += seqs
+    return seqs
 
-    def _hold(self, reqs: list[EngineRequest], request_ids: list[str], stream: bool,
-              arrival: float) -> list[RequestStream]:
-        "Give checked prompts their streams and hold them as one group; runs in the loop."
-        taken = [rid for rid in request_ids if rid in self.streams]
-        if taken or len(set(request_ids)) < len(request_ids):
-            raise ValueError(f"request_id {(taken or request_ids)[0]!r} is already in use")
-        ready = asyncio.Event()
-        group = collections.deque()
-        for r, rid in zip(reqs, request_ids):
-            group.append((RequestStream(rid, len(r.prompt_token_ids), ready, stream, arrival), r))
-        for s, r in group:
-            self.streams[s.request_id] = s
-            self.metrics.prompt_tokens.inc(len(r.prompt_token_ids))
-        self.held.append(group)
-        return [s for s, _ in group]
+@patch
+def _hold(self: AsyncLLMEngine, reqs: list[EngineRequest], request_ids: list[str], stream: bool,
+          arrival: float) -> list[RequestStream]:
+    "Give checked prompts their streams and hold them as one group; runs in the loop."
+    taken = [rid for rid in request_ids if rid in self.streams]
+    if taken or len(set(request_ids)) < len(request_ids):
+        raise ValueError(f"request_id {(taken or request_ids)[0]!r} is already in use")
+    ready = asyncio.Event()
+    group = collections.deque()
+    for r, rid in zip(reqs, request_ids):
+        group.append((RequestStream(rid, len(r.prompt_token_ids), ready, stream, arrival), r))
+    for s, r in group:
+        self.streams[s.request_id] = s
+        self.metrics.prompt_tokens.inc(len(r.prompt_token_ids))
+    self.held.append(group)
+    return [s for s, _ in group]
 
-    async def add_requests(self, prompts: list, params: list[SamplingParams],
-                           request_ids: list[str] | None = None, stream: bool = False,
-                           fill_max_tokens: bool = False, add_special_tokens: bool = True):
-        "Admit, tokenize and check prompts (all or none), then hold them; their streams."
-        request_ids = request_ids or [f"req-{next(self.ids)}" for _ in prompts]
-        arrival, seqs = time.monotonic(), self._admit(params)
-        try:
-            reqs = await self.prompts.process(prompts, params, fill_max_tokens, add_special_tokens)
-            return await self.call(lambda: self._hold(reqs, request_ids, stream, arrival))
-        except asyncio.CancelledError:                # cancelled after being held: leave nothing
-            for rid in request_ids: self.abort(rid)
-            raise
-        finally:
-            self.reserved -= seqs                     # held by now, or refused
+# %% ../../nbs/06a_async_engine.ipynb #f0836163
+@patch
+async def add_requests(self: AsyncLLMEngine, prompts: list, params: list[SamplingParams],
+                       request_ids: list[str] | None = None, stream: bool = False,
+                       fill_max_tokens: bool = False, add_special_tokens: bool = True):
+    "Admit, tokenize and check prompts (all or none), then hold them; their streams."
+    request_ids = request_ids or [f"req-{next(self.ids)}" for _ in prompts]
+    arrival, seqs = time.monotonic(), self._admit(params)
+    try:
+        reqs = await self.prompts.process(prompts, params, fill_max_tokens, add_special_tokens)
+        return await self.call(lambda: self._hold(reqs, request_ids, stream, arrival))
+    except asyncio.CancelledError:                # cancelled after being held: leave nothing
+        for rid in request_ids: self.abort(rid)
+        raise
+    finally:
+        self.reserved -= seqs                     # held by now, or refused
 
-    def abort(self, request_id: str):
-        "Cancel a request (held or in the engine) before the next step; it does not wait."
-        if self.running: self._submit(lambda: self._fail(request_id, EngineStepError("aborted")))
+@patch
+def abort(self: AsyncLLMEngine, request_id: str):
+    "Cancel a request (held or in the engine) before the next step; it does not wait."
+    if self.running: self._submit(lambda: self._fail(request_id, EngineStepError("aborted")))
 
-    async def generate(self, prompt, params: SamplingParams | None = None,
-                       request_id: str | None = None, stream: bool = True):
-        "Add one prompt and yield its outputs as they come; abort it if the consumer stops early."
-        ids = [request_id] if request_id else None
-        [s] = await self.add_requests([prompt], [params or SamplingParams()], ids, stream)
-        try:
-            async for _, out in iterate([s]): yield out
-        finally:
-            if not s.finished: self.abort(s.request_id)
+@patch
+async def generate(self: AsyncLLMEngine, prompt, params: SamplingParams | None = None,
+                   request_id: str | None = None, stream: bool = True):
+    "Add one prompt and yield its outputs as they come; abort it if the consumer stops early."
+    ids = [request_id] if request_id else None
+    [s] = await self.add_requests([prompt], [params or SamplingParams()], ids, stream)
+    try:
+        async for _, out in iterate([s]): yield out
+    finally:
+        if not s.finished: self.abort(s.request_id)
 
-    def _release(self):
-        "Move held prompts into the engine, one from each group in turn, while its queue is short."
-        eng = self.engine
-        room = max(self.engine_queue, eng.max_num_seqs - eng.num_running())   # or the free seats
-        while self.held and eng.num_waiting() < room:
-            group = self.held.pop(0)
-            s, r = group.popleft()
-            if group: self.held.append(group)                      # back of the line
-            if self.streams.get(s.request_id) is not s: continue   # aborted while held
-            try: eng.add_request(r, None, s.request_id, s.stream)
-            except (ValueError, EngineDeadError) as e: self._fail(s.request_id, e)
+# %% ../../nbs/06a_async_engine.ipynb #7d3c20e8
+@patch
+def _release(self: AsyncLLMEngine):
+    "Move held prompts into the engine, one from each group in turn, while its queue is short."
+    eng = self.engine
+    room = max(self.engine_queue, eng.max_num_seqs - eng.num_running())   # or the free seats
+    while self.held and eng.num_waiting() < room:
+        group = self.held.pop(0)
+        s, r = group.popleft()
+        if group: self.held.append(group)                      # back of the line
+        if self.streams.get(s.request_id) is not s: continue   # aborted while held
+        try: eng.add_request(r, None, s.request_id, s.stream)
+        except (ValueError, EngineDeadError) as e: self._fail(s.request_id, e)
 
-    def num_waiting(self) -> int:
-        "Sequences waiting to run: in the engine's queue, held here, or admitted and being checked."
-        live = self.streams.get
-        held = sum(r.params.n for g in self.held for s, r in g if live(s.request_id) is s)
-        return self.engine.num_waiting() + held + self.reserved
+@patch
+def num_waiting(self: AsyncLLMEngine) -> int:
+    "Sequences waiting to run: in the engine's queue, held here, or admitted and being checked."
+    live = self.streams.get
+    held = sum(r.params.n for g in self.held for s, r in g if live(s.request_id) is s)
+    return self.engine.num_waiting() + held + self.reserved
 
-    def stats(self) -> dict:
-        "The engine's stats, with held prompts counted as waiting."
-        return {**self.engine.stats(), "num_waiting": self.num_waiting()}
+@patch
+def stats(self: AsyncLLMEngine) -> dict:
+    "The engine's stats, with held prompts counted as waiting."
+    return {**self.engine.stats(), "num_waiting": self.num_waiting()}

@@ -12,6 +12,8 @@ import atexit, collections, itertools, os, socket, subprocess, sys, time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from fastcore.basics import patch
+
 from ..build import EngineConfig, make_engine_core, resolve_config
 from ..llm import EngineClient, EngineCore, InputProcessor
 from ..loading import load_tokenizer
@@ -147,75 +149,95 @@ class EngineProcess(EngineClient):
             self._dead = f"the engine process has exited (exit code {self.proc.returncode})"
         return self._dead
 
-    def _send(self, *msg):
-        if self.dead:
-            raise EngineDeadError(self.dead)
+# %% ../../nbs/06e_engine_process.ipynb #82523d5d
+@patch
+def _send(self: EngineProcess, *msg):
+    if self.dead:
+        raise EngineDeadError(self.dead)
+    try:
+        self.conn.send(msg)
+    except OSError:
+        self._dead = f"the engine process has exited (exit code {self.proc.wait(10)})"
+        raise EngineDeadError(self._dead) from None
+    self.commands += 1
+
+@patch
+def _recv(self: EngineProcess):
+    "The engine process's next message; EngineDeadError if it has gone or cannot go on."
+    try:
+        msg = self.conn.recv()
+    except (EOFError, OSError):
+        msg = ("dead", f"the engine process has exited (exit code {self.proc.wait(10)})")
+    if msg[0] == "dead":
+        self._dead = msg[1]
+        raise EngineDeadError(self._dead)
+    return msg
+
+# %% ../../nbs/06e_engine_process.ipynb #ec650b2d
+# What EngineClient asks of a subclass
+
+@patch
+def _new_id(self: EngineProcess) -> str: return f"ep-{next(self.ids)}"
+
+@patch
+def _add(self: EngineProcess, prompt_token_ids: list[int], samples: list):
+    self._send("add", [(rid, prompt_token_ids, p) for rid, p in samples])
+    self.unseen.append((self.commands, len(samples)))
+    self.unseen_seqs += len(samples)
+
+@patch
+def _step(self: EngineProcess) -> list[EngineOutput]:
+    "What the engine process sent since the last call (waiting for its next message if none)."
+    msgs, outs = [self._recv()], []
+    while self.conn.poll(0):
+        msgs.append(self._recv())
+    for _, engine_outs, stats, self.done in msgs:
+        outs += engine_outs
+        if stats is not None:
+            self._stats = stats
+            while self.unseen and self.unseen[0][0] <= self.done:
+                self.unseen_seqs -= self.unseen.popleft()[1]
+    return outs
+
+@patch
+def _finish(self: EngineProcess, ends: list[tuple]):
+    if ends and not self.dead: self._send("finish", ends)
+
+@patch
+def fail_running(self: EngineProcess, error: str) -> list[RequestOutput]:
+    "Fail the running prompts there (the ends come back as outputs), or all here if it is gone."
+    if not self.dead:
+        self._send("fail_running", error)
+        return []
+    outs = [self.fail_request(rid, error) for rid in list(self.output_processor.prompts)]
+    return [o for o in outs if o is not None]
+
+# %% ../../nbs/06e_engine_process.ipynb #f79d4123
+@patch
+def has_unfinished_requests(self: EngineProcess) -> bool:
+    "Prompts not finished, or commands whose answer is still to come (an abort's new gauges)."
+    return (super(EngineProcess, self).has_unfinished_requests()
+            or (not self.dead and self.done < self.commands))
+
+@patch
+def num_running(self: EngineProcess) -> int: return self._stats["num_running"]
+
+@patch
+def num_waiting(self: EngineProcess) -> int: return self._stats["num_waiting"] + self.unseen_seqs
+
+@patch
+def stats(self: EngineProcess) -> dict: return {**self._stats, "num_waiting": self.num_waiting()}
+
+@patch
+def reset_prefix_cache(self: EngineProcess): self._send("reset_prefix_cache")
+
+@patch
+def shutdown(self: EngineProcess):
+    "Stop the engine process; requests still running go with it."
+    if self.proc.poll() is None:
         try:
-            self.conn.send(msg)
-        except OSError:
-            self._dead = f"the engine process has exited (exit code {self.proc.wait(10)})"
-            raise EngineDeadError(self._dead) from None
-        self.commands += 1
-
-    def _recv(self):
-        "The engine process's next message; EngineDeadError if it has gone or cannot go on."
-        try:
-            msg = self.conn.recv()
-        except (EOFError, OSError):
-            msg = ("dead", f"the engine process has exited (exit code {self.proc.wait(10)})")
-        if msg[0] == "dead":
-            self._dead = msg[1]
-            raise EngineDeadError(self._dead)
-        return msg
-
-    # What EngineClient asks of a subclass
-
-    def _new_id(self) -> str: return f"ep-{next(self.ids)}"
-
-    def _add(self, prompt_token_ids: list[int], samples: list):
-        self._send("add", [(rid, prompt_token_ids, p) for rid, p in samples])
-        self.unseen.append((self.commands, len(samples)))
-        self.unseen_seqs += len(samples)
-
-    def _step(self) -> list[EngineOutput]:
-        "What the engine process sent since the last call (waiting for its next message if none)."
-        msgs, outs = [self._recv()], []
-        while self.conn.poll(0):
-            msgs.append(self._recv())
-        for _, engine_outs, stats, self.done in msgs:
-            outs += engine_outs
-            if stats is not None:
-                self._stats = stats
-                while self.unseen and self.unseen[0][0] <= self.done:
-                    self.unseen_seqs -= self.unseen.popleft()[1]
-        return outs
-
-    def _finish(self, ends: list[tuple]):
-        if ends and not self.dead: self._send("finish", ends)
-
-    def fail_running(self, error: str) -> list[RequestOutput]:
-        "Fail the running prompts there (the ends come back as outputs), or all here if it is gone."
-        if not self.dead:
-            self._send("fail_running", error)
-            return []
-        outs = [self.fail_request(rid, error) for rid in list(self.output_processor.prompts)]
-        return [o for o in outs if o is not None]
-
-    def has_unfinished_requests(self) -> bool:
-        "Prompts not finished, or commands whose answer is still to come (an abort's new gauges)."
-        return super().has_unfinished_requests() or (not self.dead and self.done < self.commands)
-
-    def num_running(self) -> int: return self._stats["num_running"]
-    def num_waiting(self) -> int: return self._stats["num_waiting"] + self.unseen_seqs
-    def stats(self) -> dict: return {**self._stats, "num_waiting": self.num_waiting()}
-    def reset_prefix_cache(self): self._send("reset_prefix_cache")
-
-    def shutdown(self):
-        "Stop the engine process; requests still running go with it."
-        if self.proc.poll() is None:
-            try:
-                self.conn.send(("shutdown",))
-                self.proc.wait(30)
-            except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
+            self.conn.send(("shutdown",))
+            self.proc.wait(30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()

@@ -11,6 +11,8 @@ __all__ = ['logger', 'ServerLimits', 'ClientDisconnected', 'read_json', 'until_d
 import asyncio, json, logging, time, uuid
 from dataclasses import dataclass
 
+from fastcore.basics import patch
+
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -133,261 +135,278 @@ class OpenAIServing:
             raise OpenAIError(404, f"The model `{clip(name, 100)}` does not exist.", param="model",
                               code="model_not_found")
 
-    # Admission
+# %% ../../nbs/06b2_serving.ipynb #4d359038
+@patch
+def _admit(self: OpenAIServing, num_prompts: int, params: SamplingParams):
+    "Check a request's size against the limits before any of it is tokenized or queued."
+    lim, seqs = self.limits, num_prompts * params.n
+    if self.closing:
+        raise OpenAIError(503, "the server is shutting down", "server_error",
+                          code="server_shutdown")
+    if seqs > lim.max_request_seqs:
+        message = (f"this request asks for {seqs} sequences (prompts x n); at most "
+                   f"{lim.max_request_seqs} are allowed")
+        raise OpenAIError(400, message, param="prompt" if params.n == 1 else "n",
+                          code="too_many_sequences")
+    num_stops = len(params.stop or [])
+    if num_stops * seqs > lim.max_stop_total:
+        message = f"{num_stops} stop strings x {seqs} sequences exceed {lim.max_stop_total}"
+        raise OpenAIError(400, message, param="stop", code="too_many_stop_strings")
 
-    def _admit(self, num_prompts: int, params: SamplingParams):
-        "Check a request's size against the limits before any of it is tokenized or queued."
-        lim, seqs = self.limits, num_prompts * params.n
-        if self.closing:
-            raise OpenAIError(503, "the server is shutting down", "server_error",
-                              code="server_shutdown")
-        if seqs > lim.max_request_seqs:
-            message = (f"this request asks for {seqs} sequences (prompts x n); at most "
-                       f"{lim.max_request_seqs} are allowed")
-            raise OpenAIError(400, message, param="prompt" if params.n == 1 else "n",
-                              code="too_many_sequences")
-        num_stops = len(params.stop or [])
-        if num_stops * seqs > lim.max_stop_total:
-            message = f"{num_stops} stop strings x {seqs} sequences exceed {lim.max_stop_total}"
-            raise OpenAIError(400, message, param="stop", code="too_many_stop_strings")
+@patch
+async def _add(self: OpenAIServing, prompts, params, rid, stream, fill_max_tokens=False,
+               add_special_tokens=True, names=None):
+    "Admit and queue the prompts of one HTTP request; refusals as OpenAIErrors."
+    self._admit(len(prompts), params)
+    ids = [f"{rid}-{i}" for i in range(len(prompts))]
+    try:
+        streams = await self.aeng.add_requests(prompts, [params] * len(prompts), ids, stream,
+                                               fill_max_tokens, add_special_tokens)
+    except ValueError as e:
+        raise bad_request(e, names) from None
+    except EngineOverloaded as e:
+        raise OpenAIError(503, str(e), "server_error", code="overloaded",
+                          headers={"Retry-After": "1"}) from None
+    except (EngineStepError, EngineDeadError) as e:
+        raise OpenAIError(503, str(e), "server_error", code="engine_unavailable") from None
+    self.inflight.update(streams)
+    return streams
 
-    async def _add(self, prompts, params, rid, stream, fill_max_tokens=False,
-                   add_special_tokens=True, names=None):
-        "Admit and queue the prompts of one HTTP request; refusals as OpenAIErrors."
-        self._admit(len(prompts), params)
-        ids = [f"{rid}-{i}" for i in range(len(prompts))]
-        try:
-            streams = await self.aeng.add_requests(prompts, [params] * len(prompts), ids, stream,
-                                                   fill_max_tokens, add_special_tokens)
-        except ValueError as e:
-            raise bad_request(e, names) from None
-        except EngineOverloaded as e:
-            raise OpenAIError(503, str(e), "server_error", code="overloaded",
-                              headers={"Retry-After": "1"}) from None
-        except (EngineStepError, EngineDeadError) as e:
-            raise OpenAIError(503, str(e), "server_error", code="engine_unavailable") from None
-        self.inflight.update(streams)
-        return streams
+# %% ../../nbs/06b2_serving.ipynb #e799c92e
+@patch
+async def _finals(self: OpenAIServing, request: Request, streams) -> list:
+    "The final output of each stream (the client being still there)."
+    async def collect():
+        finals = [None] * len(streams)
+        async for i, out in iterate(streams):
+            finals[i] = out
+        return finals
+    try:
+        return await until_disconnected(request.receive, collect())
+    except (EngineStepError, EngineDeadError) as e:
+        raise self._step_error(e) from None
 
-    # Waiting and ending
+@patch
+def _sse(self: OpenAIServing, events) -> EventStream:
+    "Server-sent events for `events`; when the server stops, `drain` (below) ends them."
+    return EventStream(events)
 
-    async def _finals(self, request: Request, streams) -> list:
-        "The final output of each stream (the client being still there)."
-        async def collect():
-            finals = [None] * len(streams)
-            async for i, out in iterate(streams):
-                finals[i] = out
-            return finals
-        try:
-            return await until_disconnected(request.receive, collect())
-        except (EngineStepError, EngineDeadError) as e:
-            raise self._step_error(e) from None
+@patch
+def _abort_unfinished(self: OpenAIServing, streams):
+    "Abort whatever of `streams` has not finished, and stop tracking them."
+    for s in streams:
+        self.inflight.discard(s)
+        if not s.finished:
+            self.aeng.abort(s.request_id)
 
-    def _sse(self, events) -> EventStream:
-        "Server-sent events for `events`; when the server stops, `drain` (below) ends them."
-        return EventStream(events)
+@patch
+def _step_error(self: OpenAIServing, e: Exception) -> OpenAIError:
+    "The error for a request the engine ended: 503 if the server stops or the engine has gone."
+    if self.closing:
+        return OpenAIError(503, "the server stopped before this request finished",
+                           "server_error", code="server_shutdown")
+    if self.engine.dead:
+        return OpenAIError(503, str(e), "server_error", code="engine_unavailable")
+    return OpenAIError(500, str(e), "server_error")
 
-    def _abort_unfinished(self, streams):
-        "Abort whatever of `streams` has not finished, and stop tracking them."
-        for s in streams:
-            self.inflight.discard(s)
-            if not s.finished:
-                self.aeng.abort(s.request_id)
+# %% ../../nbs/06b2_serving.ipynb #60180055
+@patch
+async def completions(self: OpenAIServing, request: Request):
+    "POST /v1/completions"
+    r = await read_json(request, CompletionRequest, self.max_body_bytes)
+    self.check_model(r.model)
+    prompts = prompt_list(r.prompt)
+    if r.echo and r.logprobs is not None:
+        raise OpenAIError(400, "echo with logprobs is not supported (no prompt logprobs)",
+                          param="echo")
+    max_tokens = 16 if r.max_tokens is None else r.max_tokens
+    params = sampling_params(r, max_tokens, r.logprobs, self.max_n)
+    rid, created = f"cmpl-{uuid.uuid4().hex}", int(time.time())
+    streams = await self._add(prompts, params, rid, bool(r.stream))
+    echo = [self._prompt_text(p) if r.echo else "" for p in prompts]
+    states = [[ChoiceState(e) for _ in range(params.n)] for e in echo]
+    head = {"id": rid, "object": "text_completion", "created": created,
+            "model": self.model_name}
+    if r.stream:
+        events = self._completion_events(streams, states, head, params, r.stream_options)
+        return self._sse(events)
+    try:
+        finals = await self._finals(request, streams)
+    finally:
+        self._abort_unfinished(streams)
+    choices = [self._completion_choice(i * params.n + c.index, states[i][c.index], c, params)
+               for i, o in enumerate(finals) for c in o.outputs]
+    return {**head, "choices": choices, "usage": usage(finals)}
 
-    def _step_error(self, e: Exception) -> OpenAIError:
-        "The error for a request the engine ended: 503 if the server stops or the engine has gone."
-        if self.closing:
-            return OpenAIError(503, "the server stopped before this request finished",
-                               "server_error", code="server_shutdown")
-        if self.engine.dead:
-            return OpenAIError(503, str(e), "server_error", code="engine_unavailable")
-        return OpenAIError(500, str(e), "server_error")
+@patch
+def _prompt_text(self: OpenAIServing, p) -> str:
+    "The text of a prompt, for `echo` (token ids decoded; nothing without a tokenizer)."
+    if isinstance(p, str):
+        return p
+    return self.tok.decode(p) if self.tok else ""
 
-    # /v1/completions
+@patch
+def _completion_choice(self: OpenAIServing, index: int, st: ChoiceState, c: CompletionOutput,
+                       params: SamplingParams):
+    "A completions choice with what `c` brings (None if nothing)."
+    d = st.delta(c)
+    if d is None:
+        return None
+    text, ids, lps, finish = d
+    lp = None
+    if params.logprobs is not None:
+        lp = completion_logprobs(self.tok, ids, lps, st.offset)
+        st.offset += sum(map(len, lp["tokens"]))
+    return {"index": index, "text": text, "logprobs": lp, "finish_reason": finish}
 
-    async def completions(self, request: Request):
-        "POST /v1/completions"
-        r = await read_json(request, CompletionRequest, self.max_body_bytes)
-        self.check_model(r.model)
-        prompts = prompt_list(r.prompt)
-        if r.echo and r.logprobs is not None:
-            raise OpenAIError(400, "echo with logprobs is not supported (no prompt logprobs)",
-                              param="echo")
-        max_tokens = 16 if r.max_tokens is None else r.max_tokens
-        params = sampling_params(r, max_tokens, r.logprobs, self.max_n)
-        rid, created = f"cmpl-{uuid.uuid4().hex}", int(time.time())
-        streams = await self._add(prompts, params, rid, bool(r.stream))
-        echo = [self._prompt_text(p) if r.echo else "" for p in prompts]
-        states = [[ChoiceState(e) for _ in range(params.n)] for e in echo]
-        head = {"id": rid, "object": "text_completion", "created": created,
-                "model": self.model_name}
-        if r.stream:
-            events = self._completion_events(streams, states, head, params, r.stream_options)
-            return self._sse(events)
-        try:
-            finals = await self._finals(request, streams)
-        finally:
-            self._abort_unfinished(streams)
-        choices = [self._completion_choice(i * params.n + c.index, states[i][c.index], c, params)
-                   for i, o in enumerate(finals) for c in o.outputs]
-        return {**head, "choices": choices, "usage": usage(finals)}
+# %% ../../nbs/06b2_serving.ipynb #28f8857a
+@patch
+async def _completion_events(self: OpenAIServing, streams, states, head, params, stream_options):
+    "The SSE events of a streamed completion."
+    with_usage = stream_options is not None and stream_options.include_usage
+    extra = {"usage": None} if with_usage else {}
+    seen = []
+    try:
+        async for i, out in iterate(streams):
+            seen.append(out)
+            choices = [self._completion_choice(i * params.n + c.index, states[i][c.index], c,
+                                               params) for c in out.outputs]
+            choices = [c for c in choices if c is not None]
+            if choices:
+                yield json.dumps({**head, "choices": choices, **extra})
+        if with_usage:
+            yield json.dumps({**head, "choices": [], "usage": usage(seen)})
+    except (EngineStepError, EngineDeadError) as e:
+        yield json.dumps(self._step_error(e).body())
+    finally:
+        self._abort_unfinished(streams)
+    yield "[DONE]"
 
-    def _prompt_text(self, p) -> str:
-        "The text of a prompt, for `echo` (token ids decoded; nothing without a tokenizer)."
-        if isinstance(p, str):
-            return p
-        return self.tok.decode(p) if self.tok else ""
+# %% ../../nbs/06b2_serving.ipynb #4fbcf744
+@patch
+def _chat_prompt(self: OpenAIServing, r: ChatCompletionRequest) -> str:
+    "The prompt of a chat request, as text: its messages in the tokenizer's chat template."
+    if self.tok is None or not getattr(self.tok, "chat_template", None):
+        raise OpenAIError(400, f"the model {self.model_name} has no chat template: use "
+                               "/v1/completions", param="messages")
+    if not r.messages:
+        raise OpenAIError(400, "messages must not be empty", param="messages")
+    def text(m):
+        parts = m.content if isinstance(m.content, str) else [p.text for p in m.content or []]
+        return "".join(parts)
+    msgs = [{"role": m.role, "content": text(m)} for m in r.messages]
+    try:
+        return self.tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+    except Exception as e:
+        raise OpenAIError(400, f"messages do not fit the chat template: {e}",
+                          param="messages") from None
 
-    def _completion_choice(self, index: int, st: ChoiceState, c: CompletionOutput,
-                           params: SamplingParams):
-        "A completions choice with what `c` brings (None if nothing)."
-        d = st.delta(c)
-        if d is None:
-            return None
-        text, ids, lps, finish = d
-        lp = None
-        if params.logprobs is not None:
-            lp = completion_logprobs(self.tok, ids, lps, st.offset)
-            st.offset += sum(map(len, lp["tokens"]))
-        return {"index": index, "text": text, "logprobs": lp, "finish_reason": finish}
+@patch
+async def chat(self: OpenAIServing, request: Request):
+    "POST /v1/chat/completions"
+    r = await read_json(request, ChatCompletionRequest, self.max_body_bytes)
+    self.check_model(r.model)
+    if r.top_logprobs is not None and not r.logprobs:
+        raise OpenAIError(400, "top_logprobs needs logprobs=true", param="top_logprobs")
+    names = {"logprobs": "top_logprobs"}
+    max_tokens = r.max_tokens
+    if r.max_completion_tokens is not None:
+        max_tokens, names["max_tokens"] = r.max_completion_tokens, "max_completion_tokens"
+    params = sampling_params(r, self.engine.max_model_len if max_tokens is None else max_tokens,
+                             (r.top_logprobs or 0) if r.logprobs else None, self.max_n, names)
+    prompt, rid = self._chat_prompt(r), f"chatcmpl-{uuid.uuid4().hex}"
+    created = int(time.time())
+    [s] = await self._add([prompt], params, rid, bool(r.stream), max_tokens is None,
+                          add_special_tokens=False, names=names)      # the template holds them
+    states = [ChoiceState() for _ in range(params.n)]
+    if r.stream:
+        return self._sse(self._chat_events(s, states, created, rid, params, r.stream_options))
+    try:
+        [final] = await self._finals(request, [s])
+    finally:
+        self._abort_unfinished([s])
+    choices = [{"index": c.index, "message": {"role": "assistant", "content": c.text},
+                "finish_reason": c.finish_reason,
+                "logprobs": self._chat_logprobs(c.token_ids, c.logprobs, params)}
+               for c in final.outputs]
+    return {"id": rid, "object": "chat.completion", "created": created,
+            "model": self.model_name, "choices": choices, "usage": usage([final])}
 
-    async def _completion_events(self, streams, states, head, params, stream_options):
-        "The SSE events of a streamed completion."
-        with_usage = stream_options is not None and stream_options.include_usage
-        extra = {"usage": None} if with_usage else {}
-        seen = []
-        try:
-            async for i, out in iterate(streams):
-                seen.append(out)
-                choices = [self._completion_choice(i * params.n + c.index, states[i][c.index], c,
-                                                   params) for c in out.outputs]
-                choices = [c for c in choices if c is not None]
-                if choices:
-                    yield json.dumps({**head, "choices": choices, **extra})
-            if with_usage:
-                yield json.dumps({**head, "choices": [], "usage": usage(seen)})
-        except (EngineStepError, EngineDeadError) as e:
-            yield json.dumps(self._step_error(e).body())
-        finally:
-            self._abort_unfinished(streams)
-        yield "[DONE]"
+@patch
+def _chat_logprobs(self: OpenAIServing, ids: list[int], lps: list[dict] | None,
+                   params: SamplingParams) -> dict | None:
+    "The chat `logprobs` object for some tokens (None unless the request asked for log-probs)."
+    if params.logprobs is None:
+        return None
+    return chat_logprobs(self.tok, ids, lps, params.logprobs)
 
-    # /v1/chat/completions
+# %% ../../nbs/06b2_serving.ipynb #19038951
+@patch
+def _chat_chunk_choice(self: OpenAIServing, st: ChoiceState, c: CompletionOutput,
+                       params: SamplingParams):
+    "A chat chunk's choice with what `c` brings (None if nothing)."
+    d = st.delta(c)
+    if d is None:
+        return None
+    text, ids, lps, finish = d
+    return {"index": c.index, "delta": {"content": text} if text else {},
+            "logprobs": self._chat_logprobs(ids, lps, params), "finish_reason": finish}
 
-    def _chat_prompt(self, r: ChatCompletionRequest) -> str:
-        "The prompt of a chat request, as text: its messages in the tokenizer's chat template."
-        if self.tok is None or not getattr(self.tok, "chat_template", None):
-            raise OpenAIError(400, f"the model {self.model_name} has no chat template: use "
-                                   "/v1/completions", param="messages")
-        if not r.messages:
-            raise OpenAIError(400, "messages must not be empty", param="messages")
-        def text(m):
-            parts = m.content if isinstance(m.content, str) else [p.text for p in m.content or []]
-            return "".join(parts)
-        msgs = [{"role": m.role, "content": text(m)} for m in r.messages]
-        try:
-            return self.tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
-        except Exception as e:
-            raise OpenAIError(400, f"messages do not fit the chat template: {e}",
-                              param="messages") from None
+@patch
+async def _chat_events(self: OpenAIServing, s, states, created, rid, params, stream_options):
+    "The SSE events of a streamed chat completion."
+    head = {"id": rid, "object": "chat.completion.chunk", "created": created,
+            "model": self.model_name}
+    with_usage = stream_options is not None and stream_options.include_usage
+    extra = {"usage": None} if with_usage else {}
+    seen = []
+    chunk = lambda choices: json.dumps({**head, "choices": choices, **extra})
+    try:
+        opening = {"role": "assistant", "content": ""}
+        yield chunk([{"index": i, "delta": opening, "logprobs": None, "finish_reason": None}
+                     for i in range(params.n)])
+        async for _, out in iterate([s]):
+            seen.append(out)
+            choices = [self._chat_chunk_choice(states[c.index], c, params) for c in out.outputs]
+            choices = [c for c in choices if c is not None]
+            if choices:
+                yield chunk(choices)
+        if with_usage:
+            yield json.dumps({**head, "choices": [], "usage": usage(seen)})
+    except (EngineStepError, EngineDeadError) as e:
+        yield json.dumps(self._step_error(e).body())
+    finally:
+        self._abort_unfinished([s])
+    yield "[DONE]"
 
-    async def chat(self, request: Request):
-        "POST /v1/chat/completions"
-        r = await read_json(request, ChatCompletionRequest, self.max_body_bytes)
-        self.check_model(r.model)
-        if r.top_logprobs is not None and not r.logprobs:
-            raise OpenAIError(400, "top_logprobs needs logprobs=true", param="top_logprobs")
-        names = {"logprobs": "top_logprobs"}
-        max_tokens = r.max_tokens
-        if r.max_completion_tokens is not None:
-            max_tokens, names["max_tokens"] = r.max_completion_tokens, "max_completion_tokens"
-        params = sampling_params(r, self.engine.max_model_len if max_tokens is None else max_tokens,
-                                 (r.top_logprobs or 0) if r.logprobs else None, self.max_n, names)
-        prompt, rid = self._chat_prompt(r), f"chatcmpl-{uuid.uuid4().hex}"
-        created = int(time.time())
-        [s] = await self._add([prompt], params, rid, bool(r.stream), max_tokens is None,
-                              add_special_tokens=False, names=names)      # the template holds them
-        states = [ChoiceState() for _ in range(params.n)]
-        if r.stream:
-            return self._sse(self._chat_events(s, states, created, rid, params, r.stream_options))
-        try:
-            [final] = await self._finals(request, [s])
-        finally:
-            self._abort_unfinished([s])
-        choices = [{"index": c.index, "message": {"role": "assistant", "content": c.text},
-                    "finish_reason": c.finish_reason,
-                    "logprobs": self._chat_logprobs(c.token_ids, c.logprobs, params)}
-                   for c in final.outputs]
-        return {"id": rid, "object": "chat.completion", "created": created,
-                "model": self.model_name, "choices": choices, "usage": usage([final])}
+# %% ../../nbs/06b2_serving.ipynb #e2382a6e
+@patch
+async def models(self: OpenAIServing, request: Request):
+    "GET /v1/models"
+    model = {"id": self.model_name, "object": "model", "created": self.created,
+             "owned_by": "mini_vllm", "max_model_len": self.engine.max_model_len}
+    return {"object": "list", "data": [model]}
 
-    def _chat_logprobs(self, ids: list[int], lps: list[dict] | None,
-                       params: SamplingParams) -> dict | None:
-        "The chat `logprobs` object for some tokens (None unless the request asked for log-probs)."
-        if params.logprobs is None:
-            return None
-        return chat_logprobs(self.tok, ids, lps, params.logprobs)
+@patch
+async def health(self: OpenAIServing, request: Request):
+    "GET /health: 200 while the engine loop runs and the engine can go on."
+    return Response(status_code=200 if self.aeng.running and not self.engine.dead else 503)
 
-    def _chat_chunk_choice(self, st: ChoiceState, c: CompletionOutput, params: SamplingParams):
-        "A chat chunk's choice with what `c` brings (None if nothing)."
-        d = st.delta(c)
-        if d is None:
-            return None
-        text, ids, lps, finish = d
-        return {"index": c.index, "delta": {"content": text} if text else {},
-                "logprobs": self._chat_logprobs(ids, lps, params), "finish_reason": finish}
+@patch
+async def metrics(self: OpenAIServing, request: Request):
+    "GET /metrics, in Prometheus' text format."
+    return Response(self.aeng.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
-    async def _chat_events(self, s, states, created, rid, params, stream_options):
-        "The SSE events of a streamed chat completion."
-        head = {"id": rid, "object": "chat.completion.chunk", "created": created,
-                "model": self.model_name}
-        with_usage = stream_options is not None and stream_options.include_usage
-        extra = {"usage": None} if with_usage else {}
-        seen = []
-        chunk = lambda choices: json.dumps({**head, "choices": choices, **extra})
-        try:
-            opening = {"role": "assistant", "content": ""}
-            yield chunk([{"index": i, "delta": opening, "logprobs": None, "finish_reason": None}
-                         for i in range(params.n)])
-            async for _, out in iterate([s]):
-                seen.append(out)
-                choices = [self._chat_chunk_choice(states[c.index], c, params) for c in out.outputs]
-                choices = [c for c in choices if c is not None]
-                if choices:
-                    yield chunk(choices)
-            if with_usage:
-                yield json.dumps({**head, "choices": [], "usage": usage(seen)})
-        except (EngineStepError, EngineDeadError) as e:
-            yield json.dumps(self._step_error(e).body())
-        finally:
-            self._abort_unfinished([s])
-        yield "[DONE]"
-
-    # The small routes, and the stop
-
-    async def models(self, request: Request):
-        "GET /v1/models"
-        model = {"id": self.model_name, "object": "model", "created": self.created,
-                 "owned_by": "mini_vllm", "max_model_len": self.engine.max_model_len}
-        return {"object": "list", "data": [model]}
-
-    async def health(self, request: Request):
-        "GET /health: 200 while the engine loop runs and the engine can go on."
-        return Response(status_code=200 if self.aeng.running and not self.engine.dead else 503)
-
-    async def metrics(self, request: Request):
-        "GET /metrics, in Prometheus' text format."
-        return Response(self.aeng.metrics.render(), media_type=CONTENT_TYPE_LATEST)
-
-    async def drain(self, grace: float):
-        "Refuse new requests; let running ones finish within `grace` seconds, then fail the rest."
-        self.closing = True
-        deadline = time.monotonic() + grace
-        while any(not s.finished for s in self.inflight) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        for s in list(self.inflight):
-            if not s.finished:
-                self.aeng.abort(s.request_id)
-        deadline = time.monotonic() + 2
-        while self.inflight and time.monotonic() < deadline:       # their answers go out
-            await asyncio.sleep(0.05)
+@patch
+async def drain(self: OpenAIServing, grace: float):
+    "Refuse new requests; let running ones finish within `grace` seconds, then fail the rest."
+    self.closing = True
+    deadline = time.monotonic() + grace
+    while any(not s.finished for s in self.inflight) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    for s in list(self.inflight):
+        if not s.finished:
+            self.aeng.abort(s.request_id)
+    deadline = time.monotonic() + 2
+    while self.inflight and time.monotonic() < deadline:       # their answers go out
+        await asyncio.sleep(0.05)
