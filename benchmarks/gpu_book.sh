@@ -17,7 +17,7 @@ set -u
 OUT=${OUT:-$PWD/gpu_book_out}
 WHEELS=${WHEELS:-.whl}
 COMMIT=${MINI_VLLM_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}   # a copy without its history: set it
-NOTEBOOKS=${NOTEBOOKS:-nbs/04g0_triton_kernels.ipynb nbs/04g1_triton_attention.ipynb nbs/04h_cuda_graphs.ipynb nbs/04i_small_batch.ipynb nbs/05b_quant_kernels.ipynb}
+NOTEBOOKS=${NOTEBOOKS:-nbs/04g0_triton_kernels.ipynb nbs/04g1_triton_attention.ipynb nbs/04h_cuda_graphs.ipynb nbs/04i_small_batch.ipynb nbs/05b0_quant_kernels.ipynb}
 STEPS=${*:-env bench notebooks}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 MINI_VLLM_COMMIT=$COMMIT   # a step killed at its limit prints every thread

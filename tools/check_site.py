@@ -34,7 +34,7 @@ from build_docs import chapters, modules, sidebar  # noqa: E402  (the book's ord
 
 BROWSER_PAGES = [("index.html", "front page"), ("03_continuous_batching.html", "chapter with plots"),
                  ("04b_scheduler.html", "core chapter"), ("04f_paged_measured.html", "chapter with plots"),
-                 ("05b_quant_kernels.html", "GPU chapter with plots"),
+                 ("05b0_quant_kernels.html", "GPU chapter with plots"),
                  ("07_benchmarks.html", "benchmarks chapter"), ("api/llm.html", "API reference")]
 SEARCH = ("search.html?q=scheduler", "search")
 LOADING_TAGS = ("img", "script", "iframe", "source", "video", "audio", "embed", "object", "input")
