@@ -102,7 +102,14 @@ ENGINE_METRICS = [  # (name, what it is, key of engine.stats(), kind)
     ("prefix_cache_hits", "Prompt tokens found in the prefix cache.", "prefix_cache_hits",
      "counter"),
     ("num_preemptions", "Requests preempted (their blocks taken back).", "num_preemptions",
-     "counter")]
+     "counter"),
+    # chapter 10's, when the engine speculates
+    ("spec_decode_num_drafts", "Steps in which a request checked drafts.",
+     "spec_decode_num_drafts", "counter"),
+    ("spec_decode_num_draft_tokens", "Draft tokens checked.", "spec_decode_num_draft_tokens",
+     "counter"),
+    ("spec_decode_num_accepted_tokens", "Draft tokens accepted.",
+     "spec_decode_num_accepted_tokens", "counter")]
 
 class _EngineCollector:
     "Gauges and counters read from `engine.stats()` at scrape time."
@@ -111,6 +118,7 @@ class _EngineCollector:
     def collect(self):
         s = self.engine.stats()
         for name, doc, key, kind in ENGINE_METRICS:
+            if key not in s: continue                   # e.g. drafts, from an engine with none
             m = self.kinds[kind](f"mini_vllm:{name}", doc, labels=["model_name"])
             m.add_metric([self.model_name], s[key])
             yield m
