@@ -173,3 +173,14 @@ def free(self: KVCacheManager, request):
     self.pool.free_blocks(reversed(self.req_blocks.pop(request.request_id, [])))
     for memo in (self.req_block_ids, self.req_hashes, self.num_cached):
         memo.pop(request.request_id, None)
+
+@patch
+def free_tail(self: KVCacheManager, request):
+    """Give back a request's blocks past its tokens (slots it was given but did not keep: chapter
+    10's rejected drafts); never a cached block, since only full blocks of known tokens are."""
+    rid, keep = request.request_id, cdiv(len(request.all_token_ids), self.block_size)
+    blocks = self.req_blocks.get(rid, [])
+    if len(blocks) <= keep: return
+    self.req_blocks[rid], tail = blocks[:keep], blocks[keep:]
+    self.req_block_ids[rid] = self.req_block_ids[rid][:keep]
+    self.pool.free_blocks(reversed(tail))
