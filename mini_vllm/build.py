@@ -249,9 +249,9 @@ def make_runner(c: EngineConfig, model, cache, kv, tp, max_model_len: int) -> Mo
     if tp is not None:                                 # every rank builds the same runner (09b)
         from mini_vllm.parallel.tensor_parallel import tp_runner
         return tp_runner(tp, cache, kv, c.attention_backend, graphs, c.max_num_seqs, max_model_len)
-    if c.speculative_config is not None:               # drafts checked in one forward (10): eager
+    if c.speculative_config is not None:               # drafts checked in one forward (10)
         from mini_vllm.spec_decode import spec_runner
-        return spec_runner(c, model, cache, kv, max_model_len)
+        return spec_runner(c, model, cache, kv, max_model_len, graphs)
     if graphs:                                         # prompt steps replay too
         from mini_vllm.fast.cuda_graphs import CUDAGraphRunner, mixed_buckets
         return CUDAGraphRunner(model, cache, kv, c.max_num_seqs, max_model_len,

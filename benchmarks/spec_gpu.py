@@ -1,0 +1,185 @@
+"""Speculative decoding (chapter 10) on a GPU, in one run, through CUDA graphs (the GPU default):
+
+  correct  a tiny random Llama in fp32: greedy with prompt lookup, a noisy draft model and the target
+           as its own draft, equal to transformers token for token; how many steps with drafts
+           replayed a graph; a seeded sampled request repeats
+  cost     TinyLlama-1.1B's shape (random weights, bf16): one request's forward over 1, 2, 3, 5, 9
+           and 17 tokens after a 300-token context, graphs replayed: what checking k drafts costs
+  smol     SmolLM2-135M-Instruct (the book's default model, from --gguf), bf16: the grounded and
+           plain workloads of spec_decode_bench.py one request at a time, greedy: ms per output
+           token without drafts and with prompt lookup, acceptance, text equal to the run without
+
+Writes spec_gpu.json into --out. Run from the repo root on a machine with a GPU:
+  python3 benchmarks/spec_gpu.py --out /tmp/spec [--gguf SmolLM2-135M-Instruct.Q4_1.gguf]
+"""
+import argparse, json, os, random, sys, tempfile, time
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent)); sys.path.insert(0, str(HERE))
+
+from mini_vllm import LLM, SamplingParams  # noqa: E402
+from mini_vllm.paged_attention import AttentionMetadata  # noqa: E402
+from workload import tinyllama_config_dir  # noqa: E402
+
+
+def sec_correct(tmp: Path) -> dict:
+    from transformers import AutoModelForCausalLM
+    from mini_vllm.decode import hf_greedy
+    from mini_vllm.loading import save_tiny_model
+    target = save_tiny_model(tmp / "target", seed=0, vocab_size=64)
+    hf = AutoModelForCausalLM.from_pretrained(target, dtype=torch.float32)
+    with torch.no_grad():
+        for w in hf.parameters(): w.add_(torch.randn_like(w) * 0.05)
+    hf.save_pretrained(tmp / "noisy")
+    hf = AutoModelForCausalLM.from_pretrained(target, dtype=torch.float32).cuda()
+    random.seed(0)
+    prompts = [[random.randrange(3, 64) for _ in range(random.randrange(5, 61))] for _ in range(8)]
+    lengths = [20 + 4 * i for i in range(8)]
+    params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in lengths]
+    want = [hf_greedy(hf, p, n) for p, n in zip(prompts, lengths)]
+    specs = {"ngram": dict(method="ngram", num_speculative_tokens=4, prompt_lookup_min=1,
+                           prompt_lookup_max=3),
+             "noisy draft": dict(model=str(tmp / "noisy"), num_speculative_tokens=3),
+             "self draft": dict(model=str(target), num_speculative_tokens=5)}
+    res = {}
+    for name, spec in specs.items():
+        for setting, kw in {"roomy": {}, "preempting": dict(num_kv_blocks=30, block_size=4,
+                                                              max_model_len=110)}.items():
+            llm = LLM(str(target), dtype="float32", kv_cache_memory_bytes=2**24,
+                      speculative_config=dict(spec, disable_by_batch_size=None), **kw)
+            got = [o.outputs[0].token_ids for o in llm.generate(prompts, params, use_tqdm=False)]
+            r, s = llm.llm_engine.core.runner, llm.stats()
+            res[f"{name}, {setting}"] = dict(
+                equal=got == want, prompts_equal=sum(g == w for g, w in zip(got, want)),
+                graphs=r.graphs is not None, mixed_replays=r.graphs and r.graphs.mixed_replays,
+                drafts=s["spec_decode_num_draft_tokens"], acceptance=s["spec_decode_acceptance_rate"],
+                preemptions=s["num_preemptions"], blocks_back=s["kv_blocks_free"] == s["kv_blocks_total"])
+            print(name, setting, res[f"{name}, {setting}"], flush=True)
+            del llm
+    seeded = SamplingParams(temperature=0.8, max_tokens=24, seed=7, n=2)
+    llm = LLM(str(target), dtype="float32", speculative_config=specs["noisy draft"])
+    runs = [[c.token_ids for c in llm.generate(prompts[:2], seeded, use_tqdm=False)[0].outputs]
+            for _ in range(2)]
+    res["seeded_repeats"] = runs[0] == runs[1]
+    return res
+
+
+def sec_cost(tmp: Path) -> dict:
+    "TinyLlama's shape, one request after 300 tokens: ms per forward over n tokens, graphs replayed."
+    cfg = tinyllama_config_dir(tmp / "tinyllama")
+    spec = dict(method="ngram", num_speculative_tokens=16)
+    res = {}
+    for label, kw in {"graphs": {}, "eager": dict(enforce_eager=True)}.items():
+        llm = LLM(str(cfg), dtype="bfloat16", load_format="dummy", max_model_len=2048,
+                  speculative_config=spec, **kw)
+        core = llm.llm_engine.core
+        core.add_request("r", list(range(1000, 1300)), SamplingParams(temperature=0, max_tokens=64))
+        core.step()
+        req = core.scheduler.running[0]
+        core.kv.allocate_slots(req, 17)
+        res[label] = {}
+        with torch.inference_mode():
+            for n in (1, 2, 3, 5, 9, 17):
+                meta = AttentionMetadata.build([n], [req.num_computed_tokens + n],
+                                               [core.kv.block_table("r")], core.kv.block_size,
+                                               "cuda")
+                ids = torch.arange(n, device="cuda") + 5
+                rows = torch.arange(n, device="cuda")
+                for _ in range(3): core.runner.logits(ids, meta, rows)
+                torch.cuda.synchronize()
+                t = time.perf_counter()
+                for _ in range(50): core.runner.logits(ids, meta, rows)
+                torch.cuda.synchronize()
+                res[label][n] = (time.perf_counter() - t) / 50 * 1000
+        print("cost", label, {n: round(ms, 3) for n, ms in res[label].items()}, flush=True)
+        core.finish([("r", "abort", None)])
+        del llm, core
+        torch.cuda.empty_cache()
+    return res
+
+
+def sec_smol(gguf: Path, tmp: Path, ks: list[int], max_tokens: int) -> dict:
+    from mini_vllm.loading import convert_gguf
+    from spec_decode_bench import load_prompts
+    t = time.perf_counter()
+    folder = convert_gguf(gguf, tmp / "smollm2")
+    res = dict(convert_seconds=time.perf_counter() - t, dtype="bfloat16", max_tokens=max_tokens)
+    ngram = lambda k: dict(method="ngram", num_speculative_tokens=k, prompt_lookup_min=2,
+                           prompt_lookup_max=4)
+    configs = {"none": (None, {}), **{f"ngram k={k}": (ngram(k), {}) for k in ks},
+               "none, eager": (None, dict(enforce_eager=True)),
+               f"ngram k={ks[0]}, eager": (ngram(ks[0]), dict(enforce_eager=True))}
+    engines = {name: LLM(str(folder), dtype="bfloat16", speculative_config=spec, **kw)
+               for name, (spec, kw) in configs.items()}
+    tok = engines["none"].get_tokenizer()
+    p = SamplingParams(temperature=0, max_tokens=max_tokens)
+    for llm in engines.values():
+        llm.generate([[1, 2, 3, 4] * 8], SamplingParams(max_tokens=16), use_tqdm=False)   # warm
+    for w in ("grounded", "plain"):
+        prompts = load_prompts(tok, f"spec_{w}.jsonl")
+        rows = {name: dict(tokens=0, seconds=0.0, texts=[]) for name in engines}
+        before = {name: llm.stats() for name, llm in engines.items()}
+        for ids in prompts:
+            for name, llm in engines.items():
+                llm.reset_prefix_cache()
+                torch.cuda.synchronize()
+                t = time.perf_counter()
+                out = llm.generate([ids], p, use_tqdm=False)[0].outputs[0]
+                torch.cuda.synchronize()
+                r = rows[name]
+                r["seconds"] += time.perf_counter() - t
+                r["tokens"] += len(out.token_ids)
+                r["texts"].append(out.text)
+        for name, llm in engines.items():
+            r, s = rows[name], llm.stats()
+            r["ms_per_token"] = r["seconds"] / r["tokens"] * 1000
+            r["tok_s"] = r["tokens"] / r["seconds"]
+            d = {k: s[k] - before[name][k] for k in s if k.startswith("spec_decode_num")}
+            if d.get("spec_decode_num_draft_tokens"):
+                r["acceptance_rate"] = d["spec_decode_num_accepted_tokens"] / d[
+                    "spec_decode_num_draft_tokens"]
+                r["mean_accepted_length"] = 1 + d["spec_decode_num_accepted_tokens"] / d[
+                    "spec_decode_num_drafts"]
+            r["same_text"] = r["texts"] == rows["none"]["texts"]
+            r["speedup"] = rows["none"]["seconds"] / rows["none"]["tokens"] / (
+                r["seconds"] / r["tokens"])
+            print(f"{w:9s} {name:18s} {r['ms_per_token']:7.3f} ms/token x{r['speedup']:.2f} "
+                  f"acceptance {r.get('acceptance_rate', 0):.2f} same {r['same_text']}", flush=True)
+        for r in rows.values(): r.pop("texts")
+        res[w] = rows
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--sections", default="correct,cost,smol")
+    ap.add_argument("--gguf", default=None, help="SmolLM2's GGUF file (smol is skipped without it)")
+    ap.add_argument("--k", type=int, nargs="+", default=[4, 8, 16])
+    ap.add_argument("--max-tokens", type=int, default=128)
+    args = ap.parse_args()
+    out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp())
+    res = dict(command=" ".join(["benchmarks/spec_gpu.py"] + sys.argv[1:]),
+               commit=os.environ.get("MINI_VLLM_COMMIT", "unknown"),
+               device=torch.cuda.get_device_name(0), torch=torch.__version__)
+    for s in args.sections.split(","):
+        t = time.perf_counter()
+        try:
+            if s == "correct": res[s] = sec_correct(tmp)
+            elif s == "cost": res[s] = sec_cost(tmp)
+            elif s == "smol" and args.gguf: res[s] = sec_smol(Path(args.gguf), tmp, args.k,
+                                                            args.max_tokens)
+        except Exception as e:                     # one section's failure keeps the others' results
+            import traceback; traceback.print_exc()
+            res[s] = dict(error=repr(e))
+        res.setdefault("seconds", {})[s] = time.perf_counter() - t
+        (out / "spec_gpu.json").write_text(json.dumps(res, indent=1) + "\n")
+    print("wrote", out / "spec_gpu.json")
+
+
+if __name__ == "__main__":
+    main()
