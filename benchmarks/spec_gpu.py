@@ -24,6 +24,9 @@ from mini_vllm import LLM, SamplingParams  # noqa: E402
 from mini_vllm.paged_attention import AttentionMetadata  # noqa: E402
 from workload import tinyllama_config_dir  # noqa: E402
 
+DEV = "cuda" if torch.cuda.is_available() else "cpu"       # the CPU only to try the script out
+sync = torch.cuda.synchronize if DEV == "cuda" else (lambda: None)
+
 
 def sec_correct(tmp: Path) -> dict:
     from transformers import AutoModelForCausalLM
@@ -34,7 +37,7 @@ def sec_correct(tmp: Path) -> dict:
     with torch.no_grad():
         for w in hf.parameters(): w.add_(torch.randn_like(w) * 0.05)
     hf.save_pretrained(tmp / "noisy")
-    hf = AutoModelForCausalLM.from_pretrained(target, dtype=torch.float32).cuda()
+    hf = AutoModelForCausalLM.from_pretrained(target, dtype=torch.float32).to(DEV)
     random.seed(0)
     prompts = [[random.randrange(3, 64) for _ in range(random.randrange(5, 61))] for _ in range(8)]
     lengths = [20 + 4 * i for i in range(8)]
@@ -84,20 +87,19 @@ def sec_cost(tmp: Path) -> dict:
         with torch.inference_mode():
             for n in (1, 2, 3, 5, 9, 17):
                 meta = AttentionMetadata.build([n], [req.num_computed_tokens + n],
-                                               [core.kv.block_table("r")], core.kv.block_size,
-                                               "cuda")
-                ids = torch.arange(n, device="cuda") + 5
-                rows = torch.arange(n, device="cuda")
+                                               [core.kv.block_table("r")], core.kv.block_size, DEV)
+                ids = torch.arange(n, device=DEV) + 5
+                rows = torch.arange(n, device=DEV)
                 for _ in range(3): core.runner.logits(ids, meta, rows)
-                torch.cuda.synchronize()
+                sync()
                 t = time.perf_counter()
                 for _ in range(50): core.runner.logits(ids, meta, rows)
-                torch.cuda.synchronize()
+                sync()
                 res[label][n] = (time.perf_counter() - t) / 50 * 1000
         print("cost", label, {n: round(ms, 3) for n, ms in res[label].items()}, flush=True)
         core.finish([("r", "abort", None)])
         del llm, core
-        torch.cuda.empty_cache()
+        if DEV == "cuda": torch.cuda.empty_cache()
     return res
 
 
@@ -125,10 +127,10 @@ def sec_smol(gguf: Path, tmp: Path, ks: list[int], max_tokens: int) -> dict:
         for ids in prompts:
             for name, llm in engines.items():
                 llm.reset_prefix_cache()
-                torch.cuda.synchronize()
+                sync()
                 t = time.perf_counter()
                 out = llm.generate([ids], p, use_tqdm=False)[0].outputs[0]
-                torch.cuda.synchronize()
+                sync()
                 r = rows[name]
                 r["seconds"] += time.perf_counter() - t
                 r["tokens"] += len(out.token_ids)
@@ -165,7 +167,7 @@ def main():
     tmp = Path(tempfile.mkdtemp())
     res = dict(command=" ".join(["benchmarks/spec_gpu.py"] + sys.argv[1:]),
                commit=os.environ.get("MINI_VLLM_COMMIT", "unknown"),
-               device=torch.cuda.get_device_name(0), torch=torch.__version__)
+               device=torch.cuda.get_device_name(0) if DEV == "cuda" else DEV, torch=torch.__version__)
     for s in args.sections.split(","):
         t = time.perf_counter()
         try:
