@@ -146,10 +146,11 @@ def sec_smol(gguf: Path, tmp: Path, ks: list[int], max_tokens: int) -> dict:
                 r["mean_accepted_length"] = 1 + d["spec_decode_num_accepted_tokens"] / d[
                     "spec_decode_num_drafts"]
             r["same_text"] = r["texts"] == rows["none"]["texts"]
+            r["same_prompts"] = sum(a == b for a, b in zip(r["texts"], rows["none"]["texts"]))
             r["speedup"] = rows["none"]["seconds"] / rows["none"]["tokens"] / (
                 r["seconds"] / r["tokens"])
             print(f"{w:9s} {name:18s} {r['ms_per_token']:7.3f} ms/token x{r['speedup']:.2f} "
-                  f"acceptance {r.get('acceptance_rate', 0):.2f} same {r['same_text']}", flush=True)
+                  f"acceptance {r.get('acceptance_rate', 0):.2f} same {r['same_prompts']}/{len(prompts)}", flush=True)
         for r in rows.values(): r.pop("texts")
         res[w] = rows
     return res
