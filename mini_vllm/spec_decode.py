@@ -6,9 +6,9 @@ Docs: https://mini-vllm.github.io/mini_vllm/spec_decode.html.md"""
 
 # %% auto #0
 __all__ = ['METHODS', 'SPEC_SIZES', 'SpeculativeConfig', 'ngram_lookup', 'Proposal', 'NgramProposer', 'SpecRequest',
-           'SpecScheduler', 'Position', 'accept_greedy', 'target_probs', 'accept_rejection', 'SpecRunner',
-           'draft_probs', 'DraftModelProposer', 'TransposedLinear', 'few_row_layouts', 'load_draft', 'spec_runner',
-           'SpecEngineCore']
+           'SpecScheduler', 'Position', 'accept_greedy', 'target_probs', 'accept_rejection', 'double_kept',
+           'SpecRunner', 'draft_probs', 'DraftModelProposer', 'TransposedLinear', 'few_row_layouts', 'load_draft',
+           'spec_runner', 'SpecEngineCore']
 
 # %% ../nbs/10_spec_decode.ipynb #57e1df3a
 import weakref
@@ -113,6 +113,7 @@ class NgramProposer:
 class SpecRequest(Request):
     "A request whose next step may check `num_spec` drafts: slots that count as its tokens."
     num_spec: int = 0
+    lookahead: int | None = None   # at most this many drafts next time (None: k); the runner sets it
 
     @property
     def num_tokens(self) -> int: return len(self.all_token_ids) + self.num_spec
@@ -134,7 +135,7 @@ class SpecScheduler(Scheduler):
         for r in self.running:
             r.num_spec = 0
             if k and r.num_computed_tokens == len(r.all_token_ids) - 1:          # in decode
-                r.num_spec = max(min(k, r.room(self.max_model_len) - 1), 0)
+                r.num_spec = max(min(k, r.lookahead or k, r.room(self.max_model_len) - 1), 0)
         out = super().schedule()
         for r in self.running: r.num_spec = 0
         for r, n in zip(out.requests, out.num_new_tokens):                     # what it got
@@ -193,8 +194,13 @@ def accept_rejection(drafts: list[int], p: torch.Tensor, q: torch.Tensor, gen) -
     return drafts + [int(torch.multinomial(p[len(drafts)], 1, generator=gen))]
 
 # %% ../nbs/10_spec_decode.ipynb #7b9ebb88
+def double_kept(kept: int) -> int:
+    "How many drafts a request checks next time, at most: twice the tokens its last check kept."
+    return 2 * kept
+
 class SpecRunner(ModelRunner):
     "04d's runner; requests given spare slots propose drafts and check them in the same forward."
+    lookahead = staticmethod(double_kept)   # tokens kept -> next cap (a rule giving None: k)
     def __init__(self, model, cache, kv, attention, proposer, graphs=None):
         super().__init__(model, cache, kv, attention)
         self.proposer, self.graphs = proposer, graphs    # graphs: 04h's runner, to replay steps
@@ -261,6 +267,7 @@ def verify(self: SpecRunner, logits: torch.Tensor, spans: list, pos: list) -> St
             self.num_drafts += 1
             self.num_draft_tokens += len(d.tokens)
             self.num_accepted_tokens += len(got) - 1
+            req.lookahead = self.lookahead(len(got))
         tokens[req.request_id] = got
         if raw is not None and req.sampling_params.logprobs is not None:
             lps[req.request_id] = [_logprobs(raw[i + j][None], torch.tensor([t]), [pos[i + j]])
