@@ -113,7 +113,7 @@ class NgramProposer:
 class SpecRequest(Request):
     "A request whose next step may check `num_spec` drafts: slots that count as its tokens."
     num_spec: int = 0
-    lookahead: int | None = None   # at most this many drafts next time (None: k); the runner sets it
+    lookahead: int | None = None   # drafts to check next time, at most (None: k); set by the runner
 
     @property
     def num_tokens(self) -> int: return len(self.all_token_ids) + self.num_spec
