@@ -9,13 +9,14 @@
 Writes benchmarks/results/spec_decode_cpu.json (chapter 10 reads it). Run it from the repo root on a
 quiet machine:  OMP_NUM_THREADS=2 python benchmarks/spec_decode_bench.py
 """
-import argparse, json, os, platform, subprocess, sys, time
+import argparse, json, os, platform, subprocess, sys, tempfile, time
 from pathlib import Path
 
 import torch
 
 from mini_vllm import LLM, SamplingParams
-from mini_vllm.spec_decode import SpeculativeConfig, few_row_layouts
+from mini_vllm.loading import resolve_model_path
+from mini_vllm.spec_decode import SpeculativeConfig, cut_draft, few_row_layouts
 
 HERE = Path(__file__).parent
 
@@ -70,6 +71,13 @@ def engine(spec, **kw):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--k", type=int, nargs="+", default=[4, 8], help="num_speculative_tokens")
+    ap.add_argument("--lookup", type=int, nargs=2, default=[2, 4], metavar=("MIN", "MAX"),
+                    help="prompt_lookup_min and prompt_lookup_max")
+    ap.add_argument("--fixed", action="store_true",
+                    help="also each k with a fixed draft length (no `double_kept` cap)")
+    ap.add_argument("--draft-layers", type=int, nargs="*", default=[],
+                    help="draft models cut from SmolLM2 (cut_draft): their numbers of layers")
+    ap.add_argument("--draft-k", type=int, default=4, help="num_speculative_tokens of the drafts")
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4, 8, 16, 64])
     ap.add_argument("--batch-max-tokens", type=int, default=64)
@@ -78,23 +86,37 @@ def main():
     ap.add_argument("--out", default=str(HERE / "results" / "spec_decode_cpu.json"))
     args = ap.parse_args()
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", os.cpu_count())))
-    ngram = lambda k, **kw: dict(method="ngram", num_speculative_tokens=k, prompt_lookup_min=2,
-                                 prompt_lookup_max=4, **kw)
+    ngram = lambda k, **kw: dict(method="ngram", num_speculative_tokens=k,
+                                 prompt_lookup_min=args.lookup[0], prompt_lookup_max=args.lookup[1],
+                                 **kw)
     res = dict(command=" ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
                machine=dict(cpu=platform.processor() or platform.machine(),
                             cores=os.cpu_count(), threads=torch.get_num_threads(),
                             load_before=os.getloadavg()),
                commit=subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                      text=True).stdout.strip(),
-               model="SmolLM2-135M-Instruct", one_at_a_time={}, batches={})
+               model="SmolLM2-135M-Instruct", one_at_a_time={}, batches={},
+               configs={})
     base = engine(None)
     tok = base.get_tokenizer()
     workloads = {w: load_prompts(tok, f"spec_{w}.jsonl") for w in ("grounded", "plain")}
     runs = {w: workloads[w] for w in args.workloads}
     base.generate([workloads["plain"][0]], SamplingParams(max_tokens=8), use_tqdm=False)  # warm
-    configs = {"none": None, "none, layouts": None, **{f"ngram k={k}": ngram(k) for k in args.k}}
+    configs = {"none": None, "none, layouts": None}
+    for k in args.k:
+        configs[f"ngram k={k}"] = ngram(k)
+        if args.fixed: configs[f"ngram k={k}, fixed"] = ngram(k)
+    tmp = Path(tempfile.mkdtemp())
+    for n in args.draft_layers:
+        configs[f"draft {n} layers"] = dict(method="draft_model", num_speculative_tokens=args.draft_k,
+                                            model=str(cut_draft(resolve_model_path(None),
+                                                                tmp / f"draft{n}", n)))
     engines = {name: base if name == "none" else engine(spec) for name, spec in configs.items()}
+    for name, llm in engines.items():
+        if name.endswith(", fixed"): llm.llm_engine.core.runner.lookahead = lambda kept: None
     few_row_layouts(engines["none, layouts"].llm_engine.core.model)   # a speculating engine's
+    res["configs"] = {name: spec and {k: v for k, v in spec.items() if k != "model"}
+                      for name, spec in configs.items()}
     for llm in engines.values():
         llm.generate([workloads["plain"][0]], SamplingParams(max_tokens=8), use_tqdm=False)
     for w, prompts in runs.items():

@@ -7,8 +7,8 @@ Docs: https://mini-vllm.github.io/mini_vllm/spec_decode.html.md"""
 # %% auto #0
 __all__ = ['METHODS', 'SPEC_SIZES', 'SpeculativeConfig', 'ngram_lookup', 'Proposal', 'NgramProposer', 'SpecRequest',
            'SpecScheduler', 'Position', 'accept_greedy', 'target_probs', 'accept_rejection', 'double_kept',
-           'SpecRunner', 'draft_probs', 'DraftModelProposer', 'TransposedLinear', 'few_row_layouts', 'load_draft',
-           'spec_runner', 'SpecEngineCore']
+           'SpecRunner', 'draft_probs', 'DraftModelProposer', 'cut_draft', 'TransposedLinear', 'few_row_layouts',
+           'load_draft', 'spec_runner', 'SpecEngineCore']
 
 # %% ../nbs/10_spec_decode.ipynb #57e1df3a
 import weakref
@@ -338,6 +338,31 @@ def propose(self: DraftModelProposer, reqs: list[Request], ks: list[int]) -> lis
     for r, s, p in zip(reqs, starts, out):
         self.done[r] = (r.num_preemptions, s)       # its last draft is never fed back in
         p.probs = None if p.probs[0] is None else torch.stack(p.probs)    # (k, V)
+    return out
+
+# %% ../nbs/10_spec_decode.ipynb #71c62b8f
+def cut_draft(target, out, num_layers: int):
+    """A draft model cut from the model folder `target`: its embeddings, first `num_layers` layers,
+    final norm and LM head, written to the folder `out` with the target's tokenizer; `out`."""
+    import json, shutil
+    from pathlib import Path
+    from safetensors.torch import load_file, save_file
+    src, out = Path(target), Path(out)
+    config = json.loads((src / "config.json").read_text())
+    if not 1 <= num_layers <= config["num_hidden_layers"]:
+        raise ParamError("num_layers", f"num_layers must be in [1, "
+                         f"{config['num_hidden_layers']}] for {src}, got {num_layers}")
+    keep = lambda k: not k.startswith("model.layers.") or int(k.split(".")[2]) < num_layers
+    weights = {k: v for f in sorted(src.glob("*.safetensors"))
+               for k, v in load_file(f).items() if keep(k)}
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(weights, out / "model.safetensors", metadata={"format": "pt"})
+    config["num_hidden_layers"] = num_layers
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    for f in src.iterdir():                             # the tokenizer, the generation config
+        if f.is_file() and f.suffix != ".safetensors" and f.name not in (
+                "config.json", "model.safetensors.index.json"):
+            shutil.copy(f, out / f.name)
     return out
 
 # %% ../nbs/10_spec_decode.ipynb #4e00875a
