@@ -114,7 +114,8 @@ def sec_smol(gguf: Path, tmp: Path, ks: list[int], max_tokens: int) -> dict:
     configs = {"none": (None, {}), **{f"ngram k={k}": (ngram(k), {}) for k in ks},
                "none, eager": (None, dict(enforce_eager=True)),
                f"ngram k={ks[0]}, eager": (ngram(ks[0]), dict(enforce_eager=True))}
-    engines = {name: LLM(str(folder), dtype="bfloat16", speculative_config=spec, **kw)
+    engines = {name: LLM(str(folder), dtype="bfloat16", speculative_config=spec,
+                         kv_cache_memory_bytes=2**30, **kw)
                for name, (spec, kw) in configs.items()}
     tok = engines["none"].get_tokenizer()
     p = SamplingParams(temperature=0, max_tokens=max_tokens)
