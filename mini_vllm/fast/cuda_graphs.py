@@ -181,13 +181,14 @@ def _capture_mixed(self: CUDAGraphRunner, N: int):
     f = self.buf
     meta = AttentionMetadata(f.m_pos[:N], f.m_slots[:N], f.m_qsl, f.m_seq_lens, f.m_bt,
                              max_query_len=N, max_seq_len=self.max_model_len)
-    attn = TritonPagedAttention(self.cache, meta, decode_reqs=f.m_dec,
+    R = min(N, f.m_rows.shape[0])  # fewer than N tokens: fewer than N decodes and sampled rows
+    attn = TritonPagedAttention(self.cache, meta, decode_reqs=f.m_dec[:R],
                                 tiles=f.m_tiles[:self._num_tiles(N)],
                                 max_seq_len=self.max_model_len, padded=True)
     f.m_qsl[:] = N - 1  # while capturing: every request is padding
     h = lambda: self.model(f.m_ids[:N], f.m_pos[:N], attn)
     self.mixed_graphs[N] = self._record(
-        lambda: f.logits.copy_(self.model.compute_logits(h()[f.m_rows])))
+        lambda: f.logits[:R].copy_(self.model.compute_logits(h()[f.m_rows[:R]])))
 
 # %% ../../nbs/04h_cuda_graphs.ipynb #f486856a
 @patch
