@@ -119,8 +119,9 @@ def sec_smol(gguf: Path, tmp: Path, ks: list[int], max_tokens: int) -> dict:
                for name, (spec, kw) in configs.items()}
     tok = engines["none"].get_tokenizer()
     p = SamplingParams(temperature=0, max_tokens=max_tokens)
-    for llm in engines.values():
-        llm.generate([[1, 2, 3, 4] * 8], SamplingParams(max_tokens=16), use_tqdm=False)   # warm
+    warm = [load_prompts(tok, f"spec_{w}.jsonl")[0] for w in ("grounded", "plain")]
+    for llm in engines.values():               # every kernel compiled before the timed prompts
+        llm.generate(warm, SamplingParams(temperature=0, max_tokens=max_tokens), use_tqdm=False)
     for w in ("grounded", "plain"):
         prompts = load_prompts(tok, f"spec_{w}.jsonl")
         rows = {name: dict(tokens=0, seconds=0.0, texts=[]) for name in engines}
