@@ -105,7 +105,7 @@ def sec_cost(tmp: Path) -> dict:
 
 def sec_smol(gguf: Path, tmp: Path, ks: list[int], max_tokens: int) -> dict:
     from mini_vllm.loading import convert_gguf
-    from spec_decode_bench import load_prompts
+    from spec_decode_bench import load_prompts, one_at_a_time
     t = time.perf_counter()
     folder = convert_gguf(gguf, tmp / "smollm2")
     res = dict(convert_seconds=time.perf_counter() - t, dtype="bfloat16", max_tokens=max_tokens)
@@ -118,41 +118,25 @@ def sec_smol(gguf: Path, tmp: Path, ks: list[int], max_tokens: int) -> dict:
                          kv_cache_memory_bytes=2**30, **kw)
                for name, (spec, kw) in configs.items()}
     tok = engines["none"].get_tokenizer()
-    p = SamplingParams(temperature=0, max_tokens=max_tokens)
     warm = [load_prompts(tok, f"spec_{w}.jsonl")[0] for w in ("grounded", "plain")]
     for llm in engines.values():               # every kernel compiled before the timed prompts
         llm.generate(warm, SamplingParams(temperature=0, max_tokens=max_tokens), use_tqdm=False)
     for w in ("grounded", "plain"):
         prompts = load_prompts(tok, f"spec_{w}.jsonl")
-        rows = {name: dict(tokens=0, seconds=0.0, texts=[]) for name in engines}
-        before = {name: llm.stats() for name, llm in engines.items()}
-        for ids in prompts:
-            for name, llm in engines.items():
-                llm.reset_prefix_cache()
-                sync()
-                t = time.perf_counter()
-                out = llm.generate([ids], p, use_tqdm=False)[0].outputs[0]
-                sync()
-                r = rows[name]
-                r["seconds"] += time.perf_counter() - t
-                r["tokens"] += len(out.token_ids)
-                r["texts"].append(out.text)
-        for name, llm in engines.items():
-            r, s = rows[name], llm.stats()
+        rows = one_at_a_time(engines, prompts, max_tokens)    # the host has the tokens: work done
+        for name, r in rows.items():
             r["ms_per_token"] = r["seconds"] / r["tokens"] * 1000
-            r["tok_s"] = r["tokens"] / r["seconds"]
-            d = {k: s[k] - before[name][k] for k in s if k.startswith("spec_decode_num")}
-            if d.get("spec_decode_num_draft_tokens"):
-                r["acceptance_rate"] = d["spec_decode_num_accepted_tokens"] / d[
+            if r.get("spec_decode_num_draft_tokens"):
+                r["acceptance_rate"] = r["spec_decode_num_accepted_tokens"] / r[
                     "spec_decode_num_draft_tokens"]
-                r["mean_accepted_length"] = 1 + d["spec_decode_num_accepted_tokens"] / d[
+                r["mean_accepted_length"] = 1 + r["spec_decode_num_accepted_tokens"] / r[
                     "spec_decode_num_drafts"]
             r["same_text"] = r["texts"] == rows["none"]["texts"]
             r["same_prompts"] = sum(a == b for a, b in zip(r["texts"], rows["none"]["texts"]))
-            r["speedup"] = rows["none"]["seconds"] / rows["none"]["tokens"] / (
-                r["seconds"] / r["tokens"])
+            r["speedup"] = r["tok_s"] / rows["none"]["tok_s"]
             print(f"{w:9s} {name:18s} {r['ms_per_token']:7.3f} ms/token x{r['speedup']:.2f} "
-                  f"acceptance {r.get('acceptance_rate', 0):.2f} same {r['same_prompts']}/{len(prompts)}", flush=True)
+                  f"acceptance {r.get('acceptance_rate', 0):.2f} "
+                  f"same {r['same_prompts']}/{len(prompts)}", flush=True)
         for r in rows.values(): r.pop("texts")
         res[w] = rows
     return res

@@ -221,9 +221,8 @@ class SpecRunner(ModelRunner):
         return self.verify(logits, spans, positions)
 
     def logits(self, input_ids, meta: AttentionMetadata, rows) -> torch.Tensor:
-        "The forward pass: replayed by 04h's graphs where they hold the step, else eager."
-        if self.graphs is None or rows.shape[0] > self.graphs.buf.m_rows.shape[0]:
-            return super().logits(input_ids, meta, rows)
+        "The forward pass: 04h's graphs decide what they replay (else eager), if there are any."
+        if self.graphs is None: return super().logits(input_ids, meta, rows)
         return self.graphs.logits(input_ids, meta, rows)
 
 # %% ../nbs/10_spec_decode.ipynb #e1c7385f
@@ -422,11 +421,12 @@ def spec_runner(c, model, cache: PagedKVCache, kv: KVCacheManager, max_model_len
     if BACKENDS[c.attention_backend].packs_cpu_linears:          # the CPU backend (04j)
         for m in (model, getattr(proposer, "model", None)):
             if m is not None: few_row_layouts(m)
+    replay = None
     if graphs:
         from mini_vllm.fast.cuda_graphs import CUDAGraphRunner, mixed_buckets
-        graphs = CUDAGraphRunner(model, cache, kv, c.max_num_seqs, max_model_len,
+        replay = CUDAGraphRunner(model, cache, kv, c.max_num_seqs, max_model_len,
                                  mixed=[*SPEC_SIZES, *mixed_buckets(c.max_num_batched_tokens)])
-    return SpecRunner(model, cache, kv, attn, proposer, graphs or None)
+    return SpecRunner(model, cache, kv, attn, proposer, replay)
 
 # %% ../nbs/10_spec_decode.ipynb #73f721b5
 class SpecEngineCore(EngineCore):

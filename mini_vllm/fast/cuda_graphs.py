@@ -197,7 +197,7 @@ def logits(self: CUDAGraphRunner, input_ids, meta: AttentionMetadata, rows) -> t
     above their token count, if there is one; other steps: the eager forward pass."""
     n, self.replayed, f = input_ids.shape[0], None, self.buf
     if meta.max_query_len != 1 or n > self.buckets[-1]:
-        step = self._mixed_step(n, meta)
+        step = self._mixed_step(n, meta, rows.shape[0])
         if step is None: return super(CUDAGraphRunner, self).logits(input_ids, meta, rows)
         return self._replay_mixed(input_ids, meta, rows, *step)
     f.ids[:n].copy_(input_ids)
@@ -224,11 +224,11 @@ def launch(self: CUDAGraphRunner, x: StepInputs) -> LaunchedStep:
 
 # %% ../../nbs/04h_cuda_graphs.ipynb #eea462c9
 @patch
-def _mixed_step(self: CUDAGraphRunner, n: int, meta: AttentionMetadata):
-    "The bucket a mixed step of n tokens replays, its decode rows and tiles; None: eager."
+def _mixed_step(self: CUDAGraphRunner, n: int, meta: AttentionMetadata, S: int):
+    "The bucket a mixed step of n tokens and S sampled rows replays, its decode rows and tiles."
     ql = meta.query_lens
     if not self.mixed or n >= self.mixed[-1] or ql is None: return None
-    if len(ql) > self.buf.m_rows.shape[0]: return None
+    if max(len(ql), S) > self.buf.m_rows.shape[0]: return None   # None: eager
     N, tiles = next(x for x in self.mixed if x > n), prefill_tiles(ql, BLOCK_M)
     if len(tiles) > self._num_tiles(N): return None
     return N, [i for i, q in enumerate(ql) if q == 1], tiles
