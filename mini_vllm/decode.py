@@ -106,7 +106,8 @@ def finish_reason(params: SamplingParams, token_ids: list[int], eos_token_ids=()
 
 def check_dense_params(params: SamplingParams):
     "Refuse what the dense engines of chapters 01-03 do not implement."
-    for f, off in (("n", 1), ("stop", None), ("min_tokens", 0), ("logprobs", None)):
+    for f, off in (("n", 1), ("stop", None), ("min_tokens", 0), ("logprobs", None),
+                   ("structured_outputs", None)):
         if getattr(params, f) != off:
             raise ValueError(f"{f}={getattr(params, f)!r} needs the paged engine (mini_vllm.LLM)")
 

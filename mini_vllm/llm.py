@@ -16,8 +16,9 @@ import torch
 from fastcore.basics import patch
 
 from .block_pool import KVCacheManager
-from .build import (EngineConfig, auto_num_blocks, load_engine_model, make_engine_core,
-                             make_runner, resolve_config, weight_bytes)
+from .build import (EngineConfig, auto_num_blocks, check_structured_outputs,
+                             load_engine_model, make_engine_core, make_runner, request_grammar,
+                             resolve_config, weight_bytes)
 from .loading import load_tokenizer
 from .model_runner import EngineDeadError, StepResult
 from .outputs import (CompletionOutput, EngineOutput, OutputProcessor,  # noqa: F401
@@ -64,6 +65,9 @@ class InputProcessor:
                              f"got {type(params).__name__}")
         params = replace(params)                                  # a checked copy of the caller's
         params.check_vocab(self.vocab_size)
+        if params.structured_outputs is not None:     # chapter 11: compiled here, off the loop
+            params.structured_outputs = check_structured_outputs(
+                params.structured_outputs, self.tokenizer, self.vocab_size)
         text, ids = self._tokenize(prompt, add_special_tokens)
         if not ids: raise ParamError("prompt", "prompt is empty: it must have at least one token")
         if len(ids) >= self.max_model_len:
@@ -131,8 +135,11 @@ class EngineCore:
         "Queue one request (one sample of a prompt), as the input processor checked it."
         gen = make_generator(params.seed, self.device)
         eos = self.model.config.eos_token_ids
-        self.scheduler.add_request(self.request_cls(request_id, prompt_token_ids, params, eos,
-                                                    generator=gen))
+        req = self.request_cls(request_id, prompt_token_ids, params, eos, generator=gen)
+        if params.structured_outputs is not None:       # chapter 11: a grammar limits its tokens
+            req.grammar = request_grammar(self.config, self.model.config.vocab_size,
+                                          params.structured_outputs, req.stop_ids)
+        self.scheduler.add_request(req)
 
 # %% ../nbs/04e3_llm.ipynb #94e94a34
 @patch

@@ -42,19 +42,22 @@ class EngineDeadError(RuntimeError):
     "The engine cannot go on (a lost device or rank): never blamed on one request, never retried."
 
 def needs_host(r: Request) -> bool:
-    "Whether a request's logits need the host this step: logprobs to read or stop tokens to mask."
+    "Whether a request's logits need the host this step: logprobs to read, tokens to mask."
     p = r.sampling_params
-    return (p.logprobs is not None
+    return (p.logprobs is not None or r.grammar is not None
             or bool(r.stop_ids) and r.num_tokens - r.num_prompt_tokens < p.min_tokens)
 
 def _host_work(logits: torch.Tensor, reqs: list[Request], rows: list[int]) -> torch.Tensor | None:
-    "Mask stop tokens of `rows` under min_tokens; the raw logits, kept for logprobs, if any asked."
+    """Mask stop tokens of `rows` under min_tokens, and what their grammars forbid; the raw
+    logits, kept for logprobs, if any asked."""
     asked = any(reqs[i].sampling_params.logprobs is not None for i in rows)
     raw = logits.clone() if asked else None
     for i in rows:
         r = reqs[i]
         if r.stop_ids and r.num_tokens - r.num_prompt_tokens < r.sampling_params.min_tokens:
             logits[i, list(r.stop_ids)] = -math.inf            # the set the scheduler checks
+    if limited := [i for i in rows if reqs[i].grammar is not None]:   # chapter 11's grammars:
+        type(reqs[limited[0]].grammar).limit(logits, reqs, limited)    # their class masks them all
     return raw
 
 def _logprobs(logits: torch.Tensor, tokens: torch.Tensor, reqs: list[Request]) -> dict:

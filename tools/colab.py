@@ -39,6 +39,8 @@ MODULES = {"matplotlib": ["matplotlib"], "hypothesis": ["hypothesis"], "httpx": 
            "requests": ["requests"], "schemathesis": ["schemathesis"], "fastapi": ["fastapi", "starlette"],
            "starlette": ["starlette"], "uvicorn": ["uvicorn"], "pydantic": ["pydantic", "pydantic-core"],
            "prometheus_client": ["prometheus-client"],
+           "xgrammar": ["xgrammar", "apache-tvm-ffi"],
+           "jsonschema": ["jsonschema", "jsonschema-specifications", "referencing", "rpds-py", "attrs"],
            "load_test": ["httpx"], "workload": [],             # benchmarks/*.py, next to the notebooks in the clone
            "torch": [], "triton": [], "IPython": [],           # the platform's
            **{m: [] for m in NEED + KEEP}}

@@ -105,6 +105,7 @@ class OverlappedEngineCore(EngineCore):
 
     def step(self) -> list[EngineOutput]:
         "Schedule and launch the next step, then wait for the one before it and record it."
+        first = self._drain() if self._masks_wait() else []
         out, launched = self.scheduler.schedule(), None
         if out.requests:
             try: launched = (out, self._launch(out))
@@ -113,11 +114,16 @@ class OverlappedEngineCore(EngineCore):
                 done = self._drain()
                 out, result, failed = self._execute(out)
                 self.scheduler.launched(out)           # launched and landed at once
-                return done + failed + self._record(out, result)
+                return first + done + failed + self._record(out, result)
             self.scheduler.launched(out)
         done = self._drain()
         self.in_flight = launched
-        return done
+        return first + done
+
+    def _masks_wait(self) -> bool:
+        """Whether the step in flight must land first: a request's grammar (chapter 11) masks
+        its next token by the tokens before it, and one of them is still on the device."""
+        return any(r.grammar is not None and r.num_pending for r in self.scheduler.running)
 
     def _launch(self, out: SchedulerOutput) -> LaunchedStep:
         "Queue `out` without waiting; its inputs still on the device come from the step in flight."

@@ -6,18 +6,19 @@ Docs: https://mini-vllm.github.io/mini_vllm/protocol.html.md"""
 
 # %% auto #0
 __all__ = ['Int64', 'Seed', 'NO_OPS', 'PROMPT_TYPES', 'clip', 'OpenAIError', 'StreamOptions', 'CompletionRequest', 'ContentPart',
-           'ChatMessage', 'ChatCompletionRequest', 'check_supported', 'describe', 'bad_request', 'sampling_params',
-           'ChoiceState', 'token_str', 'completion_logprobs', 'chat_logprobs', 'prompt_list', 'usage']
+           'ChatMessage', 'ChatCompletionRequest', 'check_supported', 'describe', 'bad_request', 'structured',
+           'structured_names', 'sampling_params', 'ForcedTools', 'ChoiceState', 'token_str', 'completion_logprobs',
+           'chat_logprobs', 'prompt_list', 'usage']
 
 # %% ../../nbs/06b1_protocol.ipynb #b1x1b1x1
-import itertools
+import itertools, json, uuid
 from typing import Annotated, Literal
 
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..outputs import CompletionOutput, RequestOutput
-from ..sampling import SamplingParams
+from ..sampling import ParamError, SamplingParams
 
 # %% ../../nbs/06b1_protocol.ipynb #0a637350
 def clip(s: str, n: int = 200) -> str:
@@ -71,6 +72,8 @@ class _SamplingFields(_Strict):
     stop_token_ids: list[Int64] | None = None
     repetition_penalty: float | None = None
     min_p: float | None = None
+    structured_outputs: dict | None = None     # json, regex, choice, grammar (chapter 11)
+    response_format: dict | None = None        # OpenAI's: text, json_object or json_schema
 
 # %% ../../nbs/06b1_protocol.ipynb #40458c29
 class CompletionRequest(_SamplingFields):
@@ -93,9 +96,11 @@ class ChatCompletionRequest(_SamplingFields):
     max_completion_tokens: Int64 | None = None
     logprobs: bool | None = False
     top_logprobs: Int64 | None = None
+    tools: list[dict] | None = None            # functions the model may call (chapter 11)
+    tool_choice: str | dict | None = None      # "none", "required", or one function by name
 
 # %% ../../nbs/06b1_protocol.ipynb #p2-unsup
-NO_OPS = {"response_format": ({"type": "text"},), "tools": ([],), "tool_choice": ("none",),
+NO_OPS = {"tools": ([],), "tool_choice": ("none",),
           "functions": ([],), "function_call": ("none",), "parallel_tool_calls": (True, False),
           "suffix": ("",), "best_of": (), "logprobs_processors": (),
           "guided_json": (), "guided_regex": (), "guided_choice": (), "prompt_logprobs": ()}
@@ -139,10 +144,38 @@ def bad_request(e: Exception, names: dict | None = None) -> OpenAIError:
     return OpenAIError(400, message, param=param, code=getattr(e, "code", None))
 
 # %% ../../nbs/06b1_protocol.ipynb #53fe328c
+def structured(r: _SamplingFields) -> dict | None:
+    "The constraint on a request's text: vLLM's `structured_outputs` or OpenAI's `response_format`."
+    rf = r.response_format
+    if rf is None or rf == {"type": "text"}: return r.structured_outputs
+    if r.structured_outputs is not None:
+        raise OpenAIError(400, "give response_format or structured_outputs, not both",
+                          param="response_format")
+    kind, spec = rf.get("type"), rf.get("json_schema")
+    if kind == "json_object": return {"json_object": True}
+    if kind == "json_schema" and isinstance(spec, dict) and isinstance(spec.get("schema"), dict):
+        return {"json": spec["schema"]}
+    if kind == "json_schema":
+        raise OpenAIError(400, "response_format.json_schema.schema must be a JSON schema (an "
+                               "object)", param="response_format")
+    raise OpenAIError(400, "response_format.type must be text, json_object or json_schema, got "
+                           f"{clip(repr(kind), 100)}", param="response_format")
+
+def structured_names(r: _SamplingFields, by: str | None = None) -> dict:
+    "The request's names for the engine's `structured_outputs` fields, when `by` field sets them."
+    by = by or ("response_format" if r.response_format not in (None, {"type": "text"}) else None)
+    if by is None: return {}
+    return {f"structured_outputs{k}": by for k in ("", ".json", ".json_object")}
+
 def sampling_params(r: _SamplingFields, max_tokens: int, logprobs: int | None, max_n: int,
-                    names: dict | None = None) -> SamplingParams:
-    "The engine's SamplingParams for a request; OpenAIError (400) naming the bad field."
+                    names: dict | None = None, tools: dict | None = None) -> SamplingParams:
+    """The engine's SamplingParams for a request, `tools` the constraint of a forced tool call;
+    OpenAIError (400) naming the bad field."""
     check_supported(r)
+    so = structured(r)
+    if tools is not None and so is not None:
+        raise OpenAIError(400, "a forced tool call cannot be combined with response_format or "
+                               "structured_outputs", param="tool_choice")
     if r.n is not None and not 1 <= r.n <= max_n:
         raise OpenAIError(400, f"n must be in [1, {max_n}], got {r.n}", param="n")
     if r.stream_options is not None and not r.stream:
@@ -163,9 +196,67 @@ def sampling_params(r: _SamplingFields, max_tokens: int, logprobs: int | None, m
                               frequency_penalty=d(r.frequency_penalty, 0.0),
                               repetition_penalty=d(r.repetition_penalty, 1.0),
                               min_p=d(r.min_p, 0.0),
-                              logit_bias=bias)
+                              logit_bias=bias, structured_outputs=tools or so)
     except ValueError as e:
         raise bad_request(e, names) from None
+
+# %% ../../nbs/06b1_protocol.ipynb #2d8a5bcd
+def _tools(tools: list) -> dict:
+    "{name: parameters schema} of OpenAI's `tools`; a ParamError naming `tools` if malformed."
+    out = {}
+    for t in tools:
+        f = t.get("function") if isinstance(t, dict) and t.get("type") == "function" else None
+        if not (isinstance(f, dict) and isinstance(f.get("name"), str) and f["name"]):
+            raise ParamError("tools", 'each of tools must be {"type": "function", "function": '
+                             f'{{"name": ..., "parameters": {{...}}}}}}, got {clip(repr(t), 200)}')
+        params = f.get("parameters", {"type": "object"})
+        if not isinstance(params, dict):
+            raise ParamError("tools", f"tools: the parameters of {f['name']} must be a JSON schema")
+        out[f["name"]] = params
+    return out
+
+class ForcedTools:
+    "A chat request's forced tool call: the schema its text must meet, and the calls read back."
+    def __init__(self, tools: dict, name: str | None):
+        self.tools = tools      # name -> its parameters' schema
+        self.name = name        # the function tool_choice names; None: "required" (one or more)
+
+    @classmethod
+    def of(cls, tools: list | None, tool_choice) -> "ForcedTools | None":
+        "The forced call of a request's `tools` and `tool_choice`; None if no tool is to be called."
+        if not tools or tool_choice == "none": return None
+        fn = tool_choice.get("function") if isinstance(tool_choice, dict) else None
+        named = fn.get("name") if isinstance(fn, dict) else None
+        if tool_choice in (None, "auto"):
+            raise ParamError("tool_choice", 'tool_choice "auto" (the default with tools) needs a '
+                             "parser of the model's own tool-call format, which this server does "
+                             'not have: give "required" or name a function')
+        if tool_choice != "required" and not isinstance(named, str):
+            raise ParamError("tool_choice", 'tool_choice must be "none", "required" or {"type": '
+                             f'"function", "function": {{"name": ...}}}}, got '
+                             f"{clip(repr(tool_choice), 200)}")
+        known = _tools(tools)
+        if named is not None and named not in known:
+            raise ParamError("tool_choice", f"tool_choice names {clip(repr(named), 100)}, which "
+                                            f"is not among the tools: {', '.join(known)}")
+        return cls(known, named)
+
+    def constraint(self) -> dict:
+        "The `structured_outputs` the text must meet."
+        if self.name is not None: return {"json": self.tools[self.name]}
+        calls = [{"type": "object", "required": ["name", "parameters"], "properties": {
+                  "name": {"enum": [n]}, "parameters": s}} for n, s in self.tools.items()]
+        return {"json": {"type": "array", "minItems": 1, "items": {"anyOf": calls}}}
+
+    def calls(self, text: str) -> list[dict] | None:
+        """OpenAI's `tool_calls` for a finished text: a named call's arguments as written (cut
+        short if the text was), "required"'s items one call each; None if they do not parse."""
+        if self.name is not None: items = [(self.name, text)]
+        else:
+            try: items = [(c["name"], json.dumps(c["parameters"])) for c in json.loads(text)]
+            except (ValueError, TypeError, KeyError): return None
+        return [{"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
+                 "function": {"name": n, "arguments": a}} for n, a in items]
 
 # %% ../../nbs/06b1_protocol.ipynb #b292a65c
 class ChoiceState:

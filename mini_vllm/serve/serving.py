@@ -25,9 +25,9 @@ from ..outputs import CompletionOutput
 from ..sampling import SamplingParams
 from .async_engine import AsyncLLMEngine, EngineOverloaded, EngineStepError, iterate
 from .protocol import (ChatCompletionRequest, ChoiceState, CompletionRequest,
-                                      OpenAIError, bad_request, chat_logprobs, clip,
+                                      ForcedTools, OpenAIError, bad_request, chat_logprobs, clip,
                                       completion_logprobs, describe, prompt_list, sampling_params,
-                                      usage)
+                                      structured_names, usage)
 
 logger = logging.getLogger("mini_vllm.serve.server")   # the server's log, whichever module writes
 
@@ -220,9 +220,10 @@ async def completions(self: OpenAIServing, request: Request):
         raise OpenAIError(400, "echo with logprobs is not supported (no prompt logprobs)",
                           param="echo")
     max_tokens = 16 if r.max_tokens is None else r.max_tokens
-    params = sampling_params(r, max_tokens, r.logprobs, self.max_n)
+    names = structured_names(r)
+    params = sampling_params(r, max_tokens, r.logprobs, self.max_n, names)
     rid, created = f"cmpl-{uuid.uuid4().hex}", int(time.time())
-    streams = await self._add(prompts, params, rid, bool(r.stream))
+    streams = await self._add(prompts, params, rid, bool(r.stream), names=names)
     echo = [self._prompt_text(p) if r.echo else "" for p in prompts]
     states = [[ChoiceState(e) for _ in range(params.n)] for e in echo]
     head = {"id": rid, "object": "text_completion", "created": created,
@@ -296,7 +297,8 @@ def _chat_prompt(self: OpenAIServing, r: ChatCompletionRequest) -> str:
         return "".join(parts)
     msgs = [{"role": m.role, "content": text(m)} for m in r.messages]
     try:
-        return self.tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+        return self.tok.apply_chat_template(msgs, tools=r.tools or None, add_generation_prompt=True,
+                                            tokenize=False)
     except Exception as e:
         raise OpenAIError(400, f"messages do not fit the chat template: {e}",
                           param="messages") from None
@@ -308,25 +310,27 @@ async def chat(self: OpenAIServing, request: Request):
     self.check_model(r.model)
     if r.top_logprobs is not None and not r.logprobs:
         raise OpenAIError(400, "top_logprobs needs logprobs=true", param="top_logprobs")
-    names = {"logprobs": "top_logprobs"}
+    tools = self._forced_tools(r)
+    names = {"logprobs": "top_logprobs", **structured_names(r, tools and "tools")}
     max_tokens = r.max_tokens
     if r.max_completion_tokens is not None:
         max_tokens, names["max_tokens"] = r.max_completion_tokens, "max_completion_tokens"
     params = sampling_params(r, self.engine.max_model_len if max_tokens is None else max_tokens,
-                             (r.top_logprobs or 0) if r.logprobs else None, self.max_n, names)
+                             (r.top_logprobs or 0) if r.logprobs else None, self.max_n, names,
+                             tools and tools.constraint())
     prompt, rid = self._chat_prompt(r), f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     [s] = await self._add([prompt], params, rid, bool(r.stream), max_tokens is None,
                           add_special_tokens=False, names=names)      # the template holds them
     states = [ChoiceState() for _ in range(params.n)]
     if r.stream:
-        return self._sse(self._chat_events(s, states, created, rid, params, r.stream_options))
+        return self._sse(self._chat_events(s, states, created, rid, params, r.stream_options,
+                                           tools))
     try:
         [final] = await self._finals(request, [s])
     finally:
         self._abort_unfinished([s])
-    choices = [{"index": c.index, "message": {"role": "assistant", "content": c.text},
-                "finish_reason": c.finish_reason,
+    choices = [{"index": c.index, **self._chat_message(c, tools),
                 "logprobs": self._chat_logprobs(c.token_ids, c.logprobs, params)}
                for c in final.outputs]
     return {"id": rid, "object": "chat.completion", "created": created,
@@ -340,20 +344,59 @@ def _chat_logprobs(self: OpenAIServing, ids: list[int], lps: list[dict] | None,
         return None
     return chat_logprobs(self.tok, ids, lps, params.logprobs)
 
+# %% ../../nbs/06b2_serving.ipynb #4537ed57
+@patch
+def _forced_tools(self: OpenAIServing, r: ChatCompletionRequest):
+    "A chat request's forced tool call (06b1's `ForcedTools`), or None; 400s name the field."
+    try: return ForcedTools.of(r.tools, r.tool_choice)
+    except ValueError as e: raise bad_request(e) from None
+
+@patch
+def _chat_message(self: OpenAIServing, c: CompletionOutput, tools) -> dict:
+    "A finished choice's message and finish_reason: its text, or the tool calls it makes."
+    calls = tools.calls(c.text) if tools is not None else None
+    if calls is None:
+        return {"message": {"role": "assistant", "content": c.text},
+                "finish_reason": c.finish_reason}
+    required = tools.name is None and c.finish_reason == "stop"     # vLLM's finish reasons
+    return {"message": {"role": "assistant", "content": None, "tool_calls": calls},
+            "finish_reason": "tool_calls" if required else c.finish_reason}
+
 # %% ../../nbs/06b2_serving.ipynb #19038951
 @patch
 def _chat_chunk_choice(self: OpenAIServing, st: ChoiceState, c: CompletionOutput,
-                       params: SamplingParams):
+                       params: SamplingParams, tools=None):
     "A chat chunk's choice with what `c` brings (None if nothing)."
     d = st.delta(c)
     if d is None:
         return None
     text, ids, lps, finish = d
-    return {"index": c.index, "delta": {"content": text} if text else {},
+    delta = {"content": text} if text else {}
+    if tools is not None: delta, finish = _tool_delta(st, text, finish, tools)
+    if not delta and finish is None: return None
+    return {"index": c.index, "delta": delta,
             "logprobs": self._chat_logprobs(ids, lps, params), "finish_reason": finish}
 
+def _tool_delta(st: ChoiceState, text: str, finish, tools) -> tuple[dict, str | None]:
+    """A streamed forced call: a named call's arguments as they come (its id and name first);
+    "required"'s calls at the end, once the whole array can be read."""
+    if tools.name is not None:
+        call = {"index": 0, "function": {"arguments": text}}
+        if not hasattr(st, "call_id"):
+            st.call_id = f"call_{uuid.uuid4().hex[:24]}"
+            call = {"index": 0, "id": st.call_id, "type": "function",
+                    "function": {"name": tools.name, "arguments": text}}
+        return ({"tool_calls": [call]} if text or len(call) > 2 else {}), finish
+    st.text = getattr(st, "text", "") + text
+    if finish is None: return {}, None
+    calls = tools.calls(st.text)
+    if calls is None: return {"content": st.text}, finish
+    return ({"tool_calls": [{"index": i, **c} for i, c in enumerate(calls)]},
+            "tool_calls" if finish == "stop" else finish)
+
 @patch
-async def _chat_events(self: OpenAIServing, s, states, created, rid, params, stream_options):
+async def _chat_events(self: OpenAIServing, s, states, created, rid, params, stream_options,
+                       tools=None):
     "The SSE events of a streamed chat completion."
     head = {"id": rid, "object": "chat.completion.chunk", "created": created,
             "model": self.model_name}
@@ -367,7 +410,8 @@ async def _chat_events(self: OpenAIServing, s, states, created, rid, params, str
                      for i in range(params.n)])
         async for _, out in iterate([s]):
             seen.append(out)
-            choices = [self._chat_chunk_choice(states[c.index], c, params) for c in out.outputs]
+            choices = [self._chat_chunk_choice(states[c.index], c, params, tools)
+                       for c in out.outputs]
             choices = [c for c in choices if c is not None]
             if choices:
                 yield chunk(choices)
