@@ -8,15 +8,15 @@ Docs: https://mini-vllm.github.io/mini_vllm/structured_output.html.md"""
 __all__ = ['KINDS', 'UNENFORCED', 'ROLLBACK', 'StructuredOutputsParams', 'grammar_compiler', 'choice_grammar', 'unenforced',
            'compile_grammar', 'GrammarState', 'grammar_state', 'check_grammar']
 
-# %% ../nbs/11_structured_output.ipynb #a0c897d3
-import json, threading
+# %% ../nbs/11_structured_output.ipynb #42879241
+import json, math, threading
 from dataclasses import dataclass, fields
 
 import torch
 
 from .sampling import ParamError, to_device
 
-# %% ../nbs/11_structured_output.ipynb #cc0619be
+# %% ../nbs/11_structured_output.ipynb #76cff29c
 KINDS = ("json", "regex", "choice", "grammar", "json_object")
 _ALLOWED = {"json": "a JSON schema (an object, or its text)", "regex": "a non-empty string",
             "grammar": "a non-empty string", "json_object": "true",
@@ -66,7 +66,7 @@ class StructuredOutputsParams:
                              f"its fields are: {', '.join(names)}")
         return cls(**value)
 
-# %% ../nbs/11_structured_output.ipynb #d37b5b22
+# %% ../nbs/11_structured_output.ipynb #6a2601bf
 _compilers, _lock = {}, threading.Lock()
 
 def grammar_compiler(key: str, vocab_size: int, load_tokenizer):
@@ -120,7 +120,7 @@ def compile_grammar(compiler, so: StructuredOutputsParams):
         raise ParamError(f"structured_outputs.{kind}",
                          f"structured_outputs.{kind} cannot be compiled: {why}") from None
 
-# %% ../nbs/11_structured_output.ipynb #a002c4f2
+# %% ../nbs/11_structured_output.ipynb #d0e19265
 ROLLBACK = 64      # tokens at the end of an output a step may have changed (drafts: 33 at most)
 
 class GrammarState:
@@ -152,11 +152,16 @@ class GrammarState:
     def limit(logits: torch.Tensor, reqs: list, rows: list[int]):
         "Set to -inf each logit of row i (for i in `rows`) that the grammar of `reqs[i]` forbids."
         import xgrammar as xgr
-        bitmask = xgr.allocate_token_bitmask(*logits.shape)      # (B, V / 32), every bit set
-        for i in rows: reqs[i].grammar.fill(bitmask, i, reqs[i].output_token_ids)
-        xgr.apply_token_bitmask_inplace(logits, to_device(bitmask, logits.device), indices=rows)
+        V, dev = logits.shape[1], logits.device
+        bitmask = xgr.allocate_token_bitmask(len(rows), V)       # (R, V / 32), every bit set
+        for j, i in enumerate(rows): reqs[i].grammar.fill(bitmask, j, reqs[i].output_token_ids)
+        bits = to_device(bitmask, dev).unsqueeze(-1) >> torch.arange(32, dtype=torch.int32,
+                                                                    device=dev)
+        forbid = (bits & 1).flatten(1)[:, :V] == 0                # (R, V): token t is bit t % 32
+        at = to_device(rows, dev, torch.long)                    # of integer t // 32
+        logits[at] = logits[at].masked_fill(forbid, -math.inf)
 
-# %% ../nbs/11_structured_output.ipynb #2d3fba67
+# %% ../nbs/11_structured_output.ipynb #dff94340
 def grammar_state(model, vocab_size: int, so: StructuredOutputsParams, stop_ids=()):
     "A new request's GrammarState: `so` compiled for the tokenizer of the model folder `model`."
     from mini_vllm.loading import load_tokenizer, resolve_model_path
