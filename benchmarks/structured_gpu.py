@@ -55,6 +55,37 @@ def meets(value, schema) -> bool:
     return True
 
 
+def mask_alone(core, limit) -> dict:
+    """Host ms of one mask of 32 rows of a (64, V) step, by `limit` (GrammarState.limit) and by
+    xgrammar's kernel, each called while a long matrix product is still running on the GPU."""
+    import torch, xgrammar as xgr
+    from mini_vllm.build import request_grammar
+    from mini_vllm.structured import StructuredOutputsParams
+    so = StructuredOutputsParams(json=SCHEMAS["record"])
+    class Asking:                                     # what `limit` reads of a request
+        def __init__(self):
+            self.grammar = request_grammar(core.config, 49152, so, [2])
+            self.output_token_ids = []
+    reqs, rows = [Asking() for _ in range(64)], list(range(0, 64, 2))
+    logits, big = torch.randn(64, 49152, device="cuda"), torch.randn(8192, 8192, device="cuda")
+    def xgr_apply():
+        bm = xgr.allocate_token_bitmask(64, 49152)
+        for i in rows: reqs[i].grammar.fill(bm, i, [])
+        xgr.apply_token_bitmask_inplace(logits, bm.to("cuda", non_blocking=True), indices=rows)
+    out = {}
+    for name, f in (("limit", lambda: limit(logits, reqs, rows)), ("xgrammar_kernel", xgr_apply)):
+        times = []
+        for _ in range(12):
+            torch.cuda.synchronize()
+            big @ big                                  # milliseconds of GPU work queued first
+            t = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - t)
+        torch.cuda.synchronize()
+        out[name + "_host_ms"] = 1e3 * sorted(times[2:])[len(times[2:]) // 2]     # the median
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -106,8 +137,8 @@ def main():
     res["checks"]["drafts"] = spec.stats().get("spec_decode_num_drafts", 0)
     spec.shutdown()
 
-    masks = [0.0, 0]
-    def timed(*args, _limit=GrammarState.limit):
+    masks, limit = [0.0, 0], GrammarState.limit
+    def timed(*args, _limit=limit):
         t = time.perf_counter()
         _limit(*args)
         masks[0] += time.perf_counter() - t
@@ -127,6 +158,7 @@ def main():
         res[run] = dict(seconds=seconds, tokens=tokens, tok_s=tokens / seconds,
                         mask_seconds=masks[0], mask_steps=masks[1])
     res["ratio_half"] = res["half"]["tok_s"] / res["none"]["tok_s"]
+    res["mask_alone"] = mask_alone(core, limit)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "structured_gpu.json").write_text(json.dumps(res, indent=1))
