@@ -8,7 +8,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/structured_output.html.md"""
 __all__ = ['KINDS', 'UNENFORCED', 'ROLLBACK', 'StructuredOutputsParams', 'grammar_compiler', 'choice_grammar', 'unenforced',
            'compile_grammar', 'GrammarState', 'grammar_state', 'check_grammar']
 
-# %% ../nbs/11_structured_output.ipynb #42879241
+# %% ../nbs/11_structured_output.ipynb #1ff6fde3
 import json, math, threading
 from dataclasses import dataclass, fields
 
@@ -16,7 +16,7 @@ import torch
 
 from .sampling import ParamError, to_device
 
-# %% ../nbs/11_structured_output.ipynb #76cff29c
+# %% ../nbs/11_structured_output.ipynb #e5925dbe
 KINDS = ("json", "regex", "choice", "grammar", "json_object")
 _ALLOWED = {"json": "a JSON schema (an object, or its text)", "regex": "a non-empty string",
             "grammar": "a non-empty string", "json_object": "true",
@@ -66,7 +66,7 @@ class StructuredOutputsParams:
                              f"its fields are: {', '.join(names)}")
         return cls(**value)
 
-# %% ../nbs/11_structured_output.ipynb #6a2601bf
+# %% ../nbs/11_structured_output.ipynb #6a419ede
 _compilers, _lock = {}, threading.Lock()
 
 def grammar_compiler(key: str, vocab_size: int, load_tokenizer):
@@ -120,7 +120,7 @@ def compile_grammar(compiler, so: StructuredOutputsParams):
         raise ParamError(f"structured_outputs.{kind}",
                          f"structured_outputs.{kind} cannot be compiled: {why}") from None
 
-# %% ../nbs/11_structured_output.ipynb #d0e19265
+# %% ../nbs/11_structured_output.ipynb #896569e7
 ROLLBACK = 64      # tokens at the end of an output a step may have changed (drafts: 33 at most)
 
 class GrammarState:
@@ -151,9 +151,8 @@ class GrammarState:
     @staticmethod
     def limit(logits: torch.Tensor, reqs: list, rows: list[int]):
         "Set to -inf each logit of row i (for i in `rows`) that the grammar of `reqs[i]` forbids."
-        import xgrammar as xgr
         V, dev = logits.shape[1], logits.device
-        bitmask = xgr.allocate_token_bitmask(len(rows), V)       # (R, V / 32), every bit set
+        bitmask = torch.full((len(rows), -(-V // 32)), -1, dtype=torch.int32)   # every bit set
         for j, i in enumerate(rows): reqs[i].grammar.fill(bitmask, j, reqs[i].output_token_ids)
         bits = to_device(bitmask, dev).unsqueeze(-1) >> torch.arange(32, dtype=torch.int32,
                                                                     device=dev)
@@ -161,7 +160,7 @@ class GrammarState:
         at = to_device(rows, dev, torch.long)                    # of integer t // 32
         logits[at] = logits[at].masked_fill(forbid, -math.inf)
 
-# %% ../nbs/11_structured_output.ipynb #dff94340
+# %% ../nbs/11_structured_output.ipynb #fef09046
 def grammar_state(model, vocab_size: int, so: StructuredOutputsParams, stop_ids=()):
     "A new request's GrammarState: `so` compiled for the tokenizer of the model folder `model`."
     from mini_vllm.loading import load_tokenizer, resolve_model_path
