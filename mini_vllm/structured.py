@@ -8,15 +8,15 @@ Docs: https://mini-vllm.github.io/mini_vllm/structured_output.html.md"""
 __all__ = ['KINDS', 'UNENFORCED', 'ROLLBACK', 'StructuredOutputsParams', 'grammar_compiler', 'choice_grammar', 'unenforced',
            'compile_grammar', 'GrammarState', 'grammar_state', 'check_grammar']
 
-# %% ../nbs/11_structured_output.ipynb #1ff6fde3
-import json, math, threading
+# %% ../nbs/11_structured_output.ipynb #b139f989
+import json, threading
 from dataclasses import dataclass, fields
 
 import torch
 
 from .sampling import ParamError, to_device
 
-# %% ../nbs/11_structured_output.ipynb #e5925dbe
+# %% ../nbs/11_structured_output.ipynb #5f5c82e7
 KINDS = ("json", "regex", "choice", "grammar", "json_object")
 _ALLOWED = {"json": "a JSON schema (an object, or its text)", "regex": "a non-empty string",
             "grammar": "a non-empty string", "json_object": "true",
@@ -66,7 +66,7 @@ class StructuredOutputsParams:
                              f"its fields are: {', '.join(names)}")
         return cls(**value)
 
-# %% ../nbs/11_structured_output.ipynb #6a419ede
+# %% ../nbs/11_structured_output.ipynb #6394af40
 _compilers, _lock = {}, threading.Lock()
 
 def grammar_compiler(key: str, vocab_size: int, load_tokenizer):
@@ -120,7 +120,7 @@ def compile_grammar(compiler, so: StructuredOutputsParams):
         raise ParamError(f"structured_outputs.{kind}",
                          f"structured_outputs.{kind} cannot be compiled: {why}") from None
 
-# %% ../nbs/11_structured_output.ipynb #896569e7
+# %% ../nbs/11_structured_output.ipynb #ae6e948a
 ROLLBACK = 64      # tokens at the end of an output a step may have changed (drafts: 33 at most)
 
 class GrammarState:
@@ -151,16 +151,13 @@ class GrammarState:
     @staticmethod
     def limit(logits: torch.Tensor, reqs: list, rows: list[int]):
         "Set to -inf each logit of row i (for i in `rows`) that the grammar of `reqs[i]` forbids."
-        V, dev = logits.shape[1], logits.device
-        bitmask = torch.full((len(rows), -(-V // 32)), -1, dtype=torch.int32)   # every bit set
-        for j, i in enumerate(rows): reqs[i].grammar.fill(bitmask, j, reqs[i].output_token_ids)
-        bits = to_device(bitmask, dev).unsqueeze(-1) >> torch.arange(32, dtype=torch.int32,
-                                                                    device=dev)
-        forbid = (bits & 1).flatten(1)[:, :V] == 0                # (R, V): token t is bit t % 32
-        at = to_device(rows, dev, torch.long)                    # of integer t // 32
-        logits[at] = logits[at].masked_fill(forbid, -math.inf)
+        import xgrammar as xgr
+        B, V = logits.shape
+        bitmask = torch.full((B, -(-V // 32)), -1, dtype=torch.int32)   # every bit set
+        for i in rows: reqs[i].grammar.fill(bitmask, i, reqs[i].output_token_ids)
+        xgr.apply_token_bitmask_inplace(logits, to_device(bitmask, logits.device), indices=rows)
 
-# %% ../nbs/11_structured_output.ipynb #fef09046
+# %% ../nbs/11_structured_output.ipynb #ad7c5fe3
 def grammar_state(model, vocab_size: int, so: StructuredOutputsParams, stop_ids=()):
     "A new request's GrammarState: `so` compiled for the tokenizer of the model folder `model`."
     from mini_vllm.loading import load_tokenizer, resolve_model_path
