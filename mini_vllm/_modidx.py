@@ -1332,4 +1332,5 @@ d = { 'settings': { 'branch': 'main',
                                                                                  'mini_vllm/structured.py'),
                                       'mini_vllm.structured.grammar_state': ( 'structured_output.html#grammar_state',
                                                                               'mini_vllm/structured.py'),
+                                      'mini_vllm.structured.mask_rows': ('structured_output.html#mask_rows', 'mini_vllm/structured.py'),
                                       'mini_vllm.structured.unenforced': ('structured_output.html#unenforced', 'mini_vllm/structured.py')}}}

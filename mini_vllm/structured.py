@@ -6,17 +6,17 @@ Docs: https://mini-vllm.github.io/mini_vllm/structured_output.html.md"""
 
 # %% auto #0
 __all__ = ['KINDS', 'UNENFORCED', 'ROLLBACK', 'StructuredOutputsParams', 'grammar_compiler', 'choice_grammar', 'unenforced',
-           'compile_grammar', 'GrammarState', 'grammar_state', 'check_grammar']
+           'compile_grammar', 'GrammarState', 'mask_rows', 'grammar_state', 'check_grammar']
 
-# %% ../nbs/11_structured_output.ipynb #b139f989
-import json, threading
+# %% ../nbs/11_structured_output.ipynb #6d5d03ac
+import json, math, threading
 from dataclasses import dataclass, fields
 
 import torch
 
 from .sampling import ParamError, to_device
 
-# %% ../nbs/11_structured_output.ipynb #5f5c82e7
+# %% ../nbs/11_structured_output.ipynb #47a0404d
 KINDS = ("json", "regex", "choice", "grammar", "json_object")
 _ALLOWED = {"json": "a JSON schema (an object, or its text)", "regex": "a non-empty string",
             "grammar": "a non-empty string", "json_object": "true",
@@ -66,7 +66,7 @@ class StructuredOutputsParams:
                              f"its fields are: {', '.join(names)}")
         return cls(**value)
 
-# %% ../nbs/11_structured_output.ipynb #6394af40
+# %% ../nbs/11_structured_output.ipynb #a1c5f349
 _compilers, _lock = {}, threading.Lock()
 
 def grammar_compiler(key: str, vocab_size: int, load_tokenizer):
@@ -120,7 +120,7 @@ def compile_grammar(compiler, so: StructuredOutputsParams):
         raise ParamError(f"structured_outputs.{kind}",
                          f"structured_outputs.{kind} cannot be compiled: {why}") from None
 
-# %% ../nbs/11_structured_output.ipynb #ae6e948a
+# %% ../nbs/11_structured_output.ipynb #a46f6c2d
 ROLLBACK = 64      # tokens at the end of an output a step may have changed (drafts: 33 at most)
 
 class GrammarState:
@@ -155,9 +155,19 @@ class GrammarState:
         B, V = logits.shape
         bitmask = torch.full((B, -(-V // 32)), -1, dtype=torch.int32)   # every bit set
         for i in rows: reqs[i].grammar.fill(bitmask, i, reqs[i].output_token_ids)
-        xgr.apply_token_bitmask_inplace(logits, to_device(bitmask, logits.device), indices=rows)
+        if logits.is_cuda: mask_rows(logits, bitmask[rows], rows)
+        else: xgr.apply_token_bitmask_inplace(logits, bitmask, indices=rows)
 
-# %% ../nbs/11_structured_output.ipynb #ad7c5fe3
+def mask_rows(logits: torch.Tensor, bits: torch.Tensor, rows: list[int]):
+    """Set to -inf each logit of `rows` whose bit is clear in `bits` (one row of V / 32 integers
+    per row of `rows`; token t is bit t % 32 of integer t // 32), in a few tensor operations."""
+    dev = logits.device
+    shifted = to_device(bits, dev).unsqueeze(-1) >> torch.arange(32, dtype=torch.int32, device=dev)
+    forbid = (shifted & 1).flatten(1)[:, :logits.shape[1]] == 0                 # (R, V)
+    at = to_device(rows, dev, torch.long)
+    logits[at] = logits[at].masked_fill(forbid, -math.inf)
+
+# %% ../nbs/11_structured_output.ipynb #c000be6a
 def grammar_state(model, vocab_size: int, so: StructuredOutputsParams, stop_ids=()):
     "A new request's GrammarState: `so` compiled for the tokenizer of the model folder `model`."
     from mini_vllm.loading import load_tokenizer, resolve_model_path
