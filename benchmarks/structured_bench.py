@@ -6,12 +6,15 @@ greedy, each prompt in the chat template as token ids: request i asks for schema
   unconstrained   no request constrained
   half            the even-numbered requests constrained by their schema (structured_outputs json,
                   compact JSON: xgrammar without free whitespace in both engines), the odd ones not
-then `all`: every request constrained, and `sampled`: the same at temperature 0.8, request i
+and `matched`: no request constrained, each one's output as long as it was in `half` (its
+max_tokens that length, EOS ignored), so that the two runs differ only by the constraints and
+not by how long each request runs (constrained texts end sooner, and a batch that thins out makes
+fewer tokens a second on its own); then `all`: every request constrained, and `sampled`: the same at temperature 0.8, request i
 seeded with i; the outputs of both are checked against their schemas with `jsonschema` (the
 validity figures: greedy decoding of a small model can repeat itself inside a string until
 max_tokens, sampling rarely does). Each run is timed from the first request queued to the last
-token, output tok/s = output tokens / seconds; `unconstrained` and `half` run twice, alternating,
-and the second of each counts (the first also pays for shapes the engine meets first); each engine runs in a process of its own, warmed up
+token, output tok/s = output tokens / seconds; the first three runs go twice, in turn, and the second of
+each counts (the first also pays for shapes the engine meets first); each engine runs in a process of its own, warmed up
 with one unconstrained and one constrained request (a schema outside the set), one engine after the
 other:
   mini_vllm   this book's engine, `LLM(kv_cache_memory_bytes=2**29)`, in its CPU default dtype
@@ -26,8 +29,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-RUNS = ("unconstrained", "half", "all", "sampled")
-ORDER = ("unconstrained", "half", "unconstrained", "half", "all", "sampled")   # the first two again
+RUNS = ("unconstrained", "half", "matched", "all", "sampled")
+ORDER = ("unconstrained", "half", "matched", "unconstrained", "half", "matched", "all", "sampled")
 WARM = {"type": "object", "required": ["ok"], "properties": {"ok": {"type": "boolean"}}}
 
 
@@ -88,6 +91,9 @@ def child(engine: str, a) -> dict:
         ps = [fenced(s, temperature=0.8, seed=i) if run == "sampled" else
               fenced(s) if run == "all" or run == "half" and i % 2 == 0 else plain
               for i, s in enumerate(schemas)]
+        if run == "matched":                     # each request as long as it was in `half`
+            ps = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True)
+                  for n in res["half"]["lengths"]]
         masks[:] = [0.0, 0]
         t = time.perf_counter()
         outs = ask(prompts, ps)
@@ -95,6 +101,7 @@ def child(engine: str, a) -> dict:
         cs = [o.outputs[0] for o in outs]
         first = res[run]["tok_s"] if run in res else None
         res[run] = dict(seconds=seconds, tokens=sum(len(c.token_ids) for c in cs),
+                        lengths=[len(c.token_ids) for c in cs],
                         texts=[c.text for c in cs], finish=[c.finish_reason for c in cs],
                         constrained=[p is not plain for p in ps],
                         mask_seconds=masks[0], mask_steps=masks[1])
@@ -202,7 +209,8 @@ def main(argv=None):
         r = res["engines"][engine] = run_child(engine, python, a, out.parent)
         if "error" in r: print(f"{engine} failed: {r['error']}\n{r['log_tail']}"); continue
         r["ratio_half"] = r["half"]["tok_s"] / r["unconstrained"]["tok_s"]
-        for run in RUNS[1:]: r[run]["validity"] = validity(r[run], schemas)
+        r["ratio_matched"] = r["half"]["tok_s"] / r["matched"]["tok_s"]
+        for run in ("half", "all", "sampled"): r[run]["validity"] = validity(r[run], schemas)
     out.write_text(json.dumps(res, indent=1))
     print(f"\n{'engine':10s} {'run':14s} {'tok/s':>7s} {'tokens':>7s} {'seconds':>8s} "
           f"{'valid':>7s} {'stopped':>8s}")
@@ -215,7 +223,8 @@ def main(argv=None):
             again = f"  (first: {x['first_tok_s']:.1f})" if "first_tok_s" in x else ""
             print(f"{engine:10s} {run:14s} {x['tok_s']:7.1f} {x['tokens']:7d} {x['seconds']:8.1f} "
                   f"{val:>7s} {stop:>8s}{again}")
-        print(f"{engine:10s} half / unconstrained: {r['ratio_half']:.3f}x")
+        print(f"{engine:10s} half / unconstrained: {r['ratio_half']:.3f}x; half / matched "
+              f"lengths: {r['ratio_matched']:.3f}x")
         if r["half"]["mask_steps"]:
             h = r["half"]
             print(f"{engine:10s} half: masks {1e3 * h['mask_seconds']:.0f} ms in {h['mask_steps']}"
