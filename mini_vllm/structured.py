@@ -8,7 +8,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/structured_output.html.md"""
 __all__ = ['KINDS', 'UNENFORCED', 'ROLLBACK', 'StructuredOutputsParams', 'grammar_compiler', 'choice_grammar', 'unenforced',
            'compile_grammar', 'GrammarState', 'mask_rows', 'grammar_state', 'check_grammar']
 
-# %% ../nbs/11_structured_output.ipynb #60d1ae94
+# %% ../nbs/11_structured_output.ipynb #b6017535
 import json, math, threading
 from dataclasses import dataclass, fields
 
@@ -16,7 +16,7 @@ import torch
 
 from .sampling import ParamError, to_device
 
-# %% ../nbs/11_structured_output.ipynb #69328913
+# %% ../nbs/11_structured_output.ipynb #e7fa7c35
 KINDS = ("json", "regex", "choice", "grammar", "json_object")
 _ALLOWED = {"json": "a JSON schema (an object, or its text)", "regex": "a non-empty string",
             "grammar": "a non-empty string", "json_object": "true",
@@ -66,7 +66,7 @@ class StructuredOutputsParams:
                              f"its fields are: {', '.join(names)}")
         return cls(**value)
 
-# %% ../nbs/11_structured_output.ipynb #06a8f03f
+# %% ../nbs/11_structured_output.ipynb #991cd617
 _compilers, _lock = {}, threading.Lock()
 
 def grammar_compiler(key: str, vocab_size: int, load_tokenizer):
@@ -120,7 +120,7 @@ def compile_grammar(compiler, so: StructuredOutputsParams):
         raise ParamError(f"structured_outputs.{kind}",
                          f"structured_outputs.{kind} cannot be compiled: {why}") from None
 
-# %% ../nbs/11_structured_output.ipynb #77c05b1d
+# %% ../nbs/11_structured_output.ipynb #76e0e712
 ROLLBACK = 64      # tokens at the end of an output a step may have changed (drafts: 33 at most)
 
 class GrammarState:
@@ -167,7 +167,7 @@ def mask_rows(logits: torch.Tensor, bits: torch.Tensor, rows: list[int]):
     at = to_device(rows, dev, torch.long)
     logits[at] = logits[at].masked_fill(forbid, -math.inf)
 
-# %% ../nbs/11_structured_output.ipynb #a353ee39
+# %% ../nbs/11_structured_output.ipynb #a88bc6aa
 def grammar_state(model, vocab_size: int, so: StructuredOutputsParams, stop_ids=()):
     "A new request's GrammarState: `so` compiled for the tokenizer of the model folder `model`."
     from mini_vllm.loading import load_tokenizer, resolve_model_path
