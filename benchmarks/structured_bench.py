@@ -18,10 +18,13 @@ each counts (the first also pays for shapes the engine meets first); each engine
 with one unconstrained and one constrained request (a schema outside the set), one engine after the
 other:
   mini_vllm   this book's engine, `LLM(kv_cache_memory_bytes=2**29)`, in its CPU default dtype
-  vllm        real vLLM (benchmarks/setup_vllm_cpu.sh), its xgrammar back-end, the same dtype
+  vllm        real vLLM (benchmarks/setup_vllm_cpu.sh), its xgrammar back-end without free
+              whitespace (its separators "," and ":", where mini_vllm writes ", " and ": "), the
+              same dtype
 mini_vllm's process also times the compile of each schema, first and again (`compile_grammar`),
 and the time its steps spend filling and applying masks (`GrammarState.limit`), per run.
-Writes benchmarks/results/structured_cpu.json. From the repo root, on a quiet machine:
+Writes benchmarks/results/structured_cpu.json; with --engines naming one engine, the other's
+results already in that file stay (each engine's entry holds its commit). From the repo root, on a quiet machine:
   OMP_NUM_THREADS=2 .venv/bin/python benchmarks/structured_bench.py
 """
 import argparse, json, os, platform, signal, subprocess, sys, time
@@ -55,8 +58,9 @@ def child(engine: str, a) -> dict:
         from vllm import LLM, SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
         llm = LLM(model=a.model, dtype=a.dtype, seed=0, max_model_len=2048,
-                  gpu_memory_utilization=0.3, structured_outputs_config={"backend": "xgrammar"})
-        so = lambda s: StructuredOutputsParams(json=s, disable_any_whitespace=True)
+                  gpu_memory_utilization=0.3, structured_outputs_config={
+                      "backend": "xgrammar", "disable_any_whitespace": True})   # an engine setting
+        so = lambda s: StructuredOutputsParams(json=s)
         ask = lambda ids, ps: llm.generate([{"prompt_token_ids": x} for x in ids], ps,
                                            use_tqdm=False)
         res = dict(version=vllm.__version__)
@@ -203,10 +207,13 @@ def main(argv=None):
                machine=f"{platform.machine()}, {os.cpu_count()} cores",
                torch=torch.__version__, transformers=transformers.__version__,
                num_requests=a.num_requests, max_tokens=a.max_tokens, dtype=a.dtype, engines={})
+    if out.exists():                              # the engines not run now keep their results
+        res["engines"] = json.loads(out.read_text()).get("engines", {})
     for engine in a.engines.split(","):
         python = a.vllm_python if engine == "vllm" else sys.executable
         print(f"{engine} ...", flush=True)
         r = res["engines"][engine] = run_child(engine, python, a, out.parent)
+        r.update(commit=commit, command=res["command"])
         if "error" in r: print(f"{engine} failed: {r['error']}\n{r['log_tail']}"); continue
         r["ratio_half"] = r["half"]["tok_s"] / r["unconstrained"]["tok_s"]
         r["ratio_matched"] = r["half"]["tok_s"] / r["matched"]["tok_s"]

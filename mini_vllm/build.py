@@ -270,13 +270,13 @@ def make_engine_core(c: EngineConfig):
     return core(c)
 
 # %% ../nbs/04e2_build.ipynb #e45e7d32
-def check_structured_outputs(so, tokenizer, vocab_size: int):
-    "A request's `structured_outputs`, checked and compiled for `tokenizer` (chapter 11)."
+def check_structured_outputs(params, tokenizer, vocab_size: int):
+    "The `structured_outputs` of a request's params, checked and compiled for `tokenizer` (11)."
     from mini_vllm.structured import check_grammar
-    return check_grammar(so, tokenizer, vocab_size)
+    return check_grammar(params, tokenizer, vocab_size)
 
 def request_grammar(c: EngineConfig, vocab_size: int, so, stop_ids):
-    "The grammar state (chapter 11) that masks the tokens of a request with `structured_outputs`."
+    "The grammar state that masks the tokens of a request with `structured_outputs` (chapter 11)."
     from mini_vllm.structured import grammar_state
     return grammar_state(c.model, vocab_size, so, stop_ids)
 

@@ -65,9 +65,9 @@ class InputProcessor:
                              f"got {type(params).__name__}")
         params = replace(params)                                  # a checked copy of the caller's
         params.check_vocab(self.vocab_size)
-        if params.structured_outputs is not None:     # chapter 11: compiled here, off the loop
-            params.structured_outputs = check_structured_outputs(
-                params.structured_outputs, self.tokenizer, self.vocab_size)
+        if params.structured_outputs is not None:     # compiled here, before the engine's loop
+            params.structured_outputs = check_structured_outputs(params, self.tokenizer,
+                                                                 self.vocab_size)
         text, ids = self._tokenize(prompt, add_special_tokens)
         if not ids: raise ParamError("prompt", "prompt is empty: it must have at least one token")
         if len(ids) >= self.max_model_len:
@@ -136,7 +136,7 @@ class EngineCore:
         gen = make_generator(params.seed, self.device)
         eos = self.model.config.eos_token_ids
         req = self.request_cls(request_id, prompt_token_ids, params, eos, generator=gen)
-        if params.structured_outputs is not None:       # chapter 11: a grammar limits its tokens
+        if params.structured_outputs is not None:       # a grammar limits its tokens
             req.grammar = request_grammar(self.config, self.model.config.vocab_size,
                                           params.structured_outputs, req.stop_ids)
         self.scheduler.add_request(req)

@@ -56,7 +56,7 @@ def _host_work(logits: torch.Tensor, reqs: list[Request], rows: list[int]) -> to
         r = reqs[i]
         if r.stop_ids and r.num_tokens - r.num_prompt_tokens < r.sampling_params.min_tokens:
             logits[i, list(r.stop_ids)] = -math.inf            # the set the scheduler checks
-    if limited := [i for i in rows if reqs[i].grammar is not None]:   # chapter 11's grammars:
+    if limited := [i for i in rows if reqs[i].grammar is not None]:   # requests with grammars:
         type(reqs[limited[0]].grammar).limit(logits, reqs, limited)    # their class masks them all
     return raw
 

@@ -54,8 +54,8 @@ class SamplingParams:
     presence_penalty: float = 0.0           # taken off the logit of every token the output holds
     frequency_penalty: float = 0.0          # ... times the number of times it holds it
     repetition_penalty: float = 1.0         # > 1: every token of the prompt or output less likely
-    structured_outputs: dict | None = None  # its text meets a JSON schema, a regex... (chapter 11;
-                                            # checked when the request is added)
+    structured_outputs: dict | None = None  # its text meets a JSON schema, a regex or a grammar
+                                            # (vLLM's fields; checked when the request is added)
 
     def __post_init__(self):
         if self.top_k in (0, -1): self.top_k = None

@@ -46,7 +46,7 @@ class Request:
     num_preemptions: int = 0
     stop_reason: int | str | None = None     # the stop token id or stop string that ended it
     generator: torch.Generator | None = None # per-request seed
-    grammar: object | None = None            # limits each next token by those before (chapter 11)
+    grammar: object | None = None            # limits each next token by those before it
     def __post_init__(self):
         self.all_token_ids = list(self.prompt_token_ids)   # prompt + output
         self.output_token_ids: list[int] = []

@@ -8,7 +8,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/structured_output.html.md"""
 __all__ = ['KINDS', 'UNENFORCED', 'ROLLBACK', 'StructuredOutputsParams', 'grammar_compiler', 'choice_grammar', 'unenforced',
            'compile_grammar', 'GrammarState', 'mask_rows', 'grammar_state', 'check_grammar']
 
-# %% ../nbs/11_structured_output.ipynb #b6017535
+# %% ../nbs/11_structured_output.ipynb #c3676bdc
 import json, math, threading
 from dataclasses import dataclass, fields
 
@@ -16,7 +16,7 @@ import torch
 
 from .sampling import ParamError, to_device
 
-# %% ../nbs/11_structured_output.ipynb #e7fa7c35
+# %% ../nbs/11_structured_output.ipynb #4139560b
 KINDS = ("json", "regex", "choice", "grammar", "json_object")
 _ALLOWED = {"json": "a JSON schema (an object, or its text)", "regex": "a non-empty string",
             "grammar": "a non-empty string", "json_object": "true",
@@ -66,7 +66,7 @@ class StructuredOutputsParams:
                              f"its fields are: {', '.join(names)}")
         return cls(**value)
 
-# %% ../nbs/11_structured_output.ipynb #991cd617
+# %% ../nbs/11_structured_output.ipynb #75844c25
 _compilers, _lock = {}, threading.Lock()
 
 def grammar_compiler(key: str, vocab_size: int, load_tokenizer):
@@ -84,7 +84,7 @@ def grammar_compiler(key: str, vocab_size: int, load_tokenizer):
 
 def choice_grammar(choices: list[str]) -> str:
     "An EBNF grammar whose texts are exactly `choices`."
-    return "root ::= " + " | ".join(json.dumps(c) for c in choices)
+    return "root ::= " + " | ".join(json.dumps(c, ensure_ascii=False) for c in choices)
 
 UNENFORCED = ("not", "allOf", "if", "then", "else", "uniqueItems", "dependentRequired",
               "dependentSchemas")       # xgrammar 0.2.8 compiles these, and ignores them
@@ -93,10 +93,11 @@ def unenforced(schema, at: str = "#") -> str | None:
     "Where `schema` first uses a keyword of UNENFORCED (`#/properties/tags/uniqueItems`), or None."
     if not isinstance(schema, dict): return None
     if k := next((k for k in UNENFORCED if k in schema), None): return f"{at}/{k}"
+    named = lambda k: schema[k].items() if isinstance(schema.get(k), dict) else ()
+    listed = lambda k: enumerate(schema[k]) if isinstance(schema.get(k), list) else ()
     subs = [(f"{at}/{k}/{n}", v) for k in ("properties", "patternProperties", "$defs",
-                                           "definitions") for n, v in (schema.get(k) or {}).items()]
-    subs += [(f"{at}/{k}/{i}", v) for k in ("anyOf", "oneOf", "prefixItems")
-             for i, v in enumerate(schema.get(k) or [])]
+                                           "definitions") for n, v in named(k)]
+    subs += [(f"{at}/{k}/{i}", v) for k in ("anyOf", "oneOf", "prefixItems") for i, v in listed(k)]
     subs += [(f"{at}/{k}", schema[k]) for k in ("items", "additionalProperties", "contains",
                                                  "propertyNames") if k in schema]
     return next((w for where, v in subs if (w := unenforced(v, where))), None)
@@ -115,12 +116,12 @@ def compile_grammar(compiler, so: StructuredOutputsParams):
         if kind == "regex": return compiler.compile_regex(so.regex)
         text = choice_grammar(so.choice) if kind == "choice" else so.grammar
         return compiler.compile_grammar(text)
-    except (RuntimeError, ValueError) as e:               # "[time] file.cc:83: what is wrong"
+    except (RuntimeError, ValueError, TypeError) as e:     # "[time] file.cc:83: what is wrong"
         why = str(e).strip().splitlines()[0].split(": ", 1)[-1]
         raise ParamError(f"structured_outputs.{kind}",
                          f"structured_outputs.{kind} cannot be compiled: {why}") from None
 
-# %% ../nbs/11_structured_output.ipynb #76e0e712
+# %% ../nbs/11_structured_output.ipynb #ff5d01b1
 ROLLBACK = 64      # tokens at the end of an output a step may have changed (drafts: 33 at most)
 
 class GrammarState:
@@ -167,7 +168,7 @@ def mask_rows(logits: torch.Tensor, bits: torch.Tensor, rows: list[int]):
     at = to_device(rows, dev, torch.long)
     logits[at] = logits[at].masked_fill(forbid, -math.inf)
 
-# %% ../nbs/11_structured_output.ipynb #a88bc6aa
+# %% ../nbs/11_structured_output.ipynb #15ffef40
 def grammar_state(model, vocab_size: int, so: StructuredOutputsParams, stop_ids=()):
     "A new request's GrammarState: `so` compiled for the tokenizer of the model folder `model`."
     from mini_vllm.loading import load_tokenizer, resolve_model_path
@@ -175,9 +176,14 @@ def grammar_state(model, vocab_size: int, so: StructuredOutputsParams, stop_ids=
     compiler = grammar_compiler(path, vocab_size, lambda: load_tokenizer(path))
     return GrammarState(compile_grammar(compiler, so), stop_ids)
 
-def check_grammar(so, tokenizer, vocab_size: int) -> StructuredOutputsParams:
-    "`so` as params, compiled for `tokenizer` (the input processor's check); else a ParamError."
-    so = StructuredOutputsParams.of(so)
+def check_grammar(params, tokenizer, vocab_size: int) -> StructuredOutputsParams:
+    """The `structured_outputs` of SamplingParams `params`, checked and compiled for `tokenizer`
+    (the input processor's check); else a ParamError naming the field."""
+    so = StructuredOutputsParams.of(params.structured_outputs)
+    for name, off in (("min_tokens", 0), ("ignore_eos", False)):  # the grammar's end is an EOS
+        if getattr(params, name) != off:
+            raise ParamError(name, f"{name} cannot be combined with structured_outputs: the "
+                                   "grammar decides where the text ends")
     if tokenizer is None:
         raise ParamError("structured_outputs", "structured_outputs needs a model with a tokenizer")
     compile_grammar(grammar_compiler(tokenizer.name_or_path, vocab_size, lambda: tokenizer), so)

@@ -121,8 +121,8 @@ class OverlappedEngineCore(EngineCore):
         return first + done
 
     def _masks_wait(self) -> bool:
-        """Whether the step in flight must land first: a request's grammar (chapter 11) masks
-        its next token by the tokens before it, and one of them is still on the device."""
+        """Whether the step in flight must land first: a request's grammar masks its next token by
+        the tokens before it, and one of them is still on the device."""
         return any(r.grammar is not None and r.num_pending for r in self.scheduler.running)
 
     def _launch(self, out: SchedulerOutput) -> LaunchedStep:

@@ -72,7 +72,7 @@ class _SamplingFields(_Strict):
     stop_token_ids: list[Int64] | None = None
     repetition_penalty: float | None = None
     min_p: float | None = None
-    structured_outputs: dict | None = None     # json, regex, choice, grammar (chapter 11)
+    structured_outputs: dict | None = None     # vLLM's: json, regex, choice, grammar
     response_format: dict | None = None        # OpenAI's: text, json_object or json_schema
 
 # %% ../../nbs/06b1_protocol.ipynb #40458c29
@@ -96,7 +96,7 @@ class ChatCompletionRequest(_SamplingFields):
     max_completion_tokens: Int64 | None = None
     logprobs: bool | None = False
     top_logprobs: Int64 | None = None
-    tools: list[dict] | None = None            # functions the model may call (chapter 11)
+    tools: list[dict] | None = None            # functions the model may call
     tool_choice: str | dict | None = None      # "none", "required", or one function by name
 
 # %% ../../nbs/06b1_protocol.ipynb #p2-unsup
@@ -215,6 +215,7 @@ def _tools(tools: list) -> dict:
         out[f["name"]] = params
     return out
 
+# %% ../../nbs/06b1_protocol.ipynb #8050a1fb
 class ForcedTools:
     "A chat request's forced tool call: the schema its text must meet, and the calls read back."
     def __init__(self, tools: dict, name: str | None):
@@ -224,7 +225,11 @@ class ForcedTools:
     @classmethod
     def of(cls, tools: list | None, tool_choice) -> "ForcedTools | None":
         "The forced call of a request's `tools` and `tool_choice`; None if no tool is to be called."
-        if not tools or tool_choice == "none": return None
+        known = _tools(tools or [])
+        if tool_choice == "none" or tool_choice in (None, "auto") and not known: return None
+        if not known:
+            raise ParamError("tool_choice",
+                             "tool_choice forces a tool call, but no tools are given")
         fn = tool_choice.get("function") if isinstance(tool_choice, dict) else None
         named = fn.get("name") if isinstance(fn, dict) else None
         if tool_choice in (None, "auto"):
@@ -235,7 +240,6 @@ class ForcedTools:
             raise ParamError("tool_choice", 'tool_choice must be "none", "required" or {"type": '
                              f'"function", "function": {{"name": ...}}}}, got '
                              f"{clip(repr(tool_choice), 200)}")
-        known = _tools(tools)
         if named is not None and named not in known:
             raise ParamError("tool_choice", f"tool_choice names {clip(repr(named), 100)}, which "
                                             f"is not among the tools: {', '.join(known)}")
@@ -247,6 +251,11 @@ class ForcedTools:
         calls = [{"type": "object", "required": ["name", "parameters"], "properties": {
                   "name": {"enum": [n]}, "parameters": s}} for n, s in self.tools.items()]
         return {"json": {"type": "array", "minItems": 1, "items": {"anyOf": calls}}}
+
+    def finish_reason(self, reason: str | None) -> str | None:
+        """vLLM's finish reason for a call that ended with `reason`: "tool_calls" for a "required"
+        call that ended by itself."""
+        return "tool_calls" if self.name is None and reason == "stop" else reason
 
     def calls(self, text: str) -> list[dict] | None:
         """OpenAI's `tool_calls` for a finished text: a named call's arguments as written (cut
@@ -264,6 +273,7 @@ class ChoiceState:
     def __init__(self, prefix: str = ""):
         self.prefix, self.done = prefix, False
         self.offset = len(prefix)            # where the next token's text starts (text_offset)
+        self.call_id, self.text = None, ""   # a streamed tool call: its id, the text so far
 
     def delta(self, c: CompletionOutput):
         "(text, token ids, logprobs, finish_reason) of a new output, or None if it brings nothing."

@@ -358,9 +358,8 @@ def _chat_message(self: OpenAIServing, c: CompletionOutput, tools) -> dict:
     if calls is None:
         return {"message": {"role": "assistant", "content": c.text},
                 "finish_reason": c.finish_reason}
-    required = tools.name is None and c.finish_reason == "stop"     # vLLM's finish reasons
     return {"message": {"role": "assistant", "content": None, "tool_calls": calls},
-            "finish_reason": "tool_calls" if required else c.finish_reason}
+            "finish_reason": tools.finish_reason(c.finish_reason)}
 
 # %% ../../nbs/06b2_serving.ipynb #19038951
 @patch
@@ -372,27 +371,29 @@ def _chat_chunk_choice(self: OpenAIServing, st: ChoiceState, c: CompletionOutput
         return None
     text, ids, lps, finish = d
     delta = {"content": text} if text else {}
-    if tools is not None: delta, finish = _tool_delta(st, text, finish, tools)
-    if not delta and finish is None: return None
+    if tools is not None:
+        delta, finish = _tool_delta(st, text, finish, tools)
+        if not delta and finish is None and not lps: return None    # held back: nothing to send
     return {"index": c.index, "delta": delta,
             "logprobs": self._chat_logprobs(ids, lps, params), "finish_reason": finish}
 
+# %% ../../nbs/06b2_serving.ipynb #d229b7bb
 def _tool_delta(st: ChoiceState, text: str, finish, tools) -> tuple[dict, str | None]:
     """A streamed forced call: a named call's arguments as they come (its id and name first);
     "required"'s calls at the end, once the whole array can be read."""
     if tools.name is not None:
         call = {"index": 0, "function": {"arguments": text}}
-        if not hasattr(st, "call_id"):
+        if st.call_id is None:
             st.call_id = f"call_{uuid.uuid4().hex[:24]}"
             call = {"index": 0, "id": st.call_id, "type": "function",
                     "function": {"name": tools.name, "arguments": text}}
         return ({"tool_calls": [call]} if text or len(call) > 2 else {}), finish
-    st.text = getattr(st, "text", "") + text
+    st.text += text
     if finish is None: return {}, None
     calls = tools.calls(st.text)
     if calls is None: return {"content": st.text}, finish
-    return ({"tool_calls": [{"index": i, **c} for i, c in enumerate(calls)]},
-            "tool_calls" if finish == "stop" else finish)
+    deltas = [{"index": i, **c} for i, c in enumerate(calls)]
+    return {"tool_calls": deltas}, tools.finish_reason(finish)
 
 @patch
 async def _chat_events(self: OpenAIServing, s, states, created, rid, params, stream_options,
