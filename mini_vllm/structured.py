@@ -8,7 +8,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/structured_output.html.md"""
 __all__ = ['KINDS', 'UNENFORCED', 'ROLLBACK', 'StructuredOutputsParams', 'grammar_compiler', 'choice_grammar', 'unenforced',
            'compile_grammar', 'GrammarState', 'mask_rows', 'grammar_state', 'check_grammar']
 
-# %% ../nbs/11_structured_output.ipynb #c3676bdc
+# %% ../nbs/11_structured_output.ipynb #a5e95769
 import json, math, threading
 from dataclasses import dataclass, fields
 
@@ -16,7 +16,7 @@ import torch
 
 from .sampling import ParamError, to_device
 
-# %% ../nbs/11_structured_output.ipynb #4139560b
+# %% ../nbs/11_structured_output.ipynb #a1816782
 KINDS = ("json", "regex", "choice", "grammar", "json_object")
 _ALLOWED = {"json": "a JSON schema (an object, or its text)", "regex": "a non-empty string",
             "grammar": "a non-empty string", "json_object": "true",
@@ -66,7 +66,7 @@ class StructuredOutputsParams:
                              f"its fields are: {', '.join(names)}")
         return cls(**value)
 
-# %% ../nbs/11_structured_output.ipynb #75844c25
+# %% ../nbs/11_structured_output.ipynb #d6359452
 _compilers, _lock = {}, threading.Lock()
 
 def grammar_compiler(key: str, vocab_size: int, load_tokenizer):
@@ -121,7 +121,7 @@ def compile_grammar(compiler, so: StructuredOutputsParams):
         raise ParamError(f"structured_outputs.{kind}",
                          f"structured_outputs.{kind} cannot be compiled: {why}") from None
 
-# %% ../nbs/11_structured_output.ipynb #ff5d01b1
+# %% ../nbs/11_structured_output.ipynb #75a943b7
 ROLLBACK = 64      # tokens at the end of an output a step may have changed (drafts: 33 at most)
 
 class GrammarState:
@@ -168,7 +168,7 @@ def mask_rows(logits: torch.Tensor, bits: torch.Tensor, rows: list[int]):
     at = to_device(rows, dev, torch.long)
     logits[at] = logits[at].masked_fill(forbid, -math.inf)
 
-# %% ../nbs/11_structured_output.ipynb #15ffef40
+# %% ../nbs/11_structured_output.ipynb #cb5f10a3
 def grammar_state(model, vocab_size: int, so: StructuredOutputsParams, stop_ids=()):
     "A new request's GrammarState: `so` compiled for the tokenizer of the model folder `model`."
     from mini_vllm.loading import load_tokenizer, resolve_model_path
