@@ -93,25 +93,21 @@ def child(engine: str, k: int, a) -> dict:
 
 
 # --- parent --------------------------------------------------------------------------------------
-def run_child(name, engine, k, python, a, out: Path) -> dict:
-    "One engine and config in a process of its own; its JSON, or the error it ended with."
-    tag = f"_{name}.{os.getpid()}"   # a run's own files, beside any other run's
-    dest, log_path = out / f"{tag}.json", out / f"{tag}.log"
+def run_isolated(cmd: list, engine: str, dest: Path, log_path: Path, timeout: float) -> dict:
+    """Run a child `cmd` that writes its JSON to `dest`, in a process group of its own (killed whole
+    when it ends: vLLM's engine process outlives its parent); its JSON, or the error it ended with.
+    `engine` "vllm" binds vLLM's OpenMP threads to the cores, none held back."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    if engine == "vllm":          # bind vLLM's OpenMP threads to the cores, none held back
+    if engine == "vllm":
         env.update(VLLM_CPU_OMP_THREADS_BIND=f"0-{os.cpu_count() - 1}",
                    VLLM_CPU_NUM_OF_RESERVED_CPU="0", VLLM_TARGET_DEVICE="cpu")
-    cmd = [python, str(Path(__file__).resolve()), "--child", engine, "--k-child", str(k),
-           "--lookup", *map(str, a.lookup),
-           "--model", a.model, "--dtype", a.dtype, "--max-tokens", str(a.max_tokens),
-           "--prompts", a.prompts, "--child-out", str(dest)]
     t0, load = time.perf_counter(), os.getloadavg()
     with open(log_path, "w") as log:   # never a pipe: vLLM's engine process may outlive its parent
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
-        try: proc.wait(a.timeout)
+        try: proc.wait(timeout)
         except subprocess.TimeoutExpired: pass
-        finally:                       # its whole process group: vLLM's engine outlives it
+        finally:
             try: os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError: pass
             proc.wait()
@@ -124,6 +120,17 @@ def run_child(name, engine, k, python, a, out: Path) -> dict:
     res = json.loads(dest.read_text()); dest.unlink(); log_path.unlink()
     res.update(wall_seconds=time.perf_counter() - t0, load_before=load, load_after=os.getloadavg())
     return res
+
+
+def run_child(name, engine, k, python, a, out: Path) -> dict:
+    "One engine and config in a process of its own; its JSON, or the error it ended with."
+    tag = f"_{name}.{os.getpid()}"   # a run's own files, beside any other run's
+    dest = out / f"{tag}.json"
+    cmd = [python, str(Path(__file__).resolve()), "--child", engine, "--k-child", str(k),
+           "--lookup", *map(str, a.lookup),
+           "--model", a.model, "--dtype", a.dtype, "--max-tokens", str(a.max_tokens),
+           "--prompts", a.prompts, "--child-out", str(dest)]
+    return run_isolated(cmd, engine, dest, out / f"{tag}.log", a.timeout)
 
 
 def first_diff(s, t) -> int:

@@ -27,7 +27,7 @@ Writes benchmarks/results/structured_cpu.json; with --engines naming one engine,
 results already in that file stay (each engine's entry holds its commit). From the repo root, on a quiet machine:
   OMP_NUM_THREADS=2 .venv/bin/python benchmarks/structured_bench.py
 """
-import argparse, json, os, platform, signal, subprocess, sys, time
+import argparse, json, os, platform, subprocess, sys, time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -80,13 +80,7 @@ def child(engine: str, a) -> dict:
     masks = [0.0, 0]                                    # seconds in apply_grammars, calls
     if engine == "mini_vllm":
         res["compile_ms"] = compile_times(a.model, tok, schemas)
-        from mini_vllm.structured import GrammarState
-        def timed(*args, _limit=GrammarState.limit):
-            t = time.perf_counter()
-            _limit(*args)
-            masks[0] += time.perf_counter() - t
-            masks[1] += 1
-        GrammarState.limit = timed                     # what the runner calls at each step
+        time_masks(masks)
     plain = SamplingParams(temperature=0, max_tokens=a.max_tokens)
     fenced = lambda s, **kw: SamplingParams(**{"temperature": 0, **kw}, max_tokens=a.max_tokens,
                                             structured_outputs=so(s))
@@ -112,6 +106,20 @@ def child(engine: str, a) -> dict:
         res[run]["tok_s"] = res[run]["tokens"] / seconds
         if first is not None: res[run]["first_tok_s"] = first
     return res
+
+
+def time_masks(masks: list):
+    """From now on, add to `masks` ([seconds, calls]) what each `GrammarState.limit` takes (the
+    runner's call at each step); the unwrapped `limit` is returned."""
+    from mini_vllm.structured import GrammarState
+    limit = GrammarState.limit
+    def timed(*args):
+        t = time.perf_counter()
+        limit(*args)
+        masks[0] += time.perf_counter() - t
+        masks[1] += 1
+    GrammarState.limit = timed
+    return limit
 
 
 def compile_times(model, tok, schemas) -> dict:
@@ -145,33 +153,14 @@ def validity(r: dict, schemas: list) -> dict:
 
 
 def run_child(engine, python, a, out: Path) -> dict:
-    "One engine in a process of its own; its JSON, or the error it ended with."
+    "One engine in a process of its own (spec_vllm_cpu's `run_isolated`); its JSON, or its error."
+    from spec_vllm_cpu import run_isolated
     tag = f"_structured_{engine}.{os.getpid()}"
-    dest, log_path = out / f"{tag}.json", out / f"{tag}.log"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    if engine == "vllm":          # bind vLLM's OpenMP threads to the cores, none held back
-        env.update(VLLM_CPU_OMP_THREADS_BIND=f"0-{os.cpu_count() - 1}",
-                   VLLM_CPU_NUM_OF_RESERVED_CPU="0", VLLM_TARGET_DEVICE="cpu")
+    dest = out / f"{tag}.json"
     cmd = [python, str(Path(__file__).resolve()), "--child", engine, "--model", a.model,
            "--dtype", a.dtype, "--max-tokens", str(a.max_tokens),
            "--num-requests", str(a.num_requests), "--child-out", str(dest)]
-    t0, load = time.perf_counter(), os.getloadavg()
-    with open(log_path, "w") as log:   # never a pipe: vLLM's engine process may outlive its parent
-        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        try: proc.wait(a.timeout)
-        except subprocess.TimeoutExpired: pass
-        finally:
-            try: os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError: pass
-            proc.wait()
-    if proc.returncode or not dest.exists():
-        text = log_path.read_text()
-        return dict(error=f"exit code {proc.returncode}", log_tail=text[-3000:],
-                    load_before=load, load_after=os.getloadavg())
-    res = json.loads(dest.read_text()); dest.unlink(); log_path.unlink()
-    res.update(wall_seconds=time.perf_counter() - t0, load_before=load, load_after=os.getloadavg())
-    return res
+    return run_isolated(cmd, engine, dest, out / f"{tag}.log", a.timeout)
 
 
 def main(argv=None):
@@ -190,7 +179,7 @@ def main(argv=None):
         Path(a.child_out).write_text(json.dumps(child(a.child, a)))
         os._exit(0)                               # vLLM leaves threads behind
     import torch, transformers
-    sys.path.insert(0, str(ROOT))
+    sys.path[:0] = [str(ROOT), str(HERE)]          # the package, and spec_vllm_cpu beside this file
     from mini_vllm.loading import load_tokenizer, resolve_model_path
     a.model = a.model or str(resolve_model_path(None))
     if a.dtype == "auto":                         # mini_vllm's default on a CPU, named for vLLM

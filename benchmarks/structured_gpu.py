@@ -4,18 +4,19 @@ A tiny random Llama (vocabulary 49,152) with SmolLM2's tokenizer (its files pass
 --tokenizer: tokenizer.json, tokenizer_config.json), in the engine's GPU defaults (bf16, Triton
 kernels, CUDA graphs, the overlapped loop of chapter 04k), then with prompt lookup. Checked:
   valid       each schema below, greedy and sampled (n=3): every output parses, meets its schema
-              (`jsonschema` if installed, else the checks written here) and ends by itself
+              (`jsonschema`) and ends by itself
   neighbours  unconstrained requests get the same tokens with constrained ones in their steps
               as alone; the engine with drafts gives the constrained requests the same tokens
 Timed: 64 requests at once, half constrained, against the same 64 unconstrained (output tok/s),
-and the host time `GrammarState.limit` takes per step, in the run and alone (`mask_alone`). Writes OUT/structured_gpu.json.
+and the host time `GrammarState.limit` takes per step, in the run and alone (`mask_alone`).
+Writes OUT/structured_gpu.json.
   python3 benchmarks/structured_gpu.py --tokenizer DIR --out OUT
 """
 import argparse, json, os, platform, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]     # the package, and structured_bench
 
 SCHEMAS = {
     "record": {"type": "object", "required": ["id", "ok"], "properties": {
@@ -28,28 +29,8 @@ SCHEMAS = {
 
 
 def meets(value, schema) -> bool:
-    "Whether `value` meets `schema` (jsonschema's verdict where it is installed)."
-    try:
-        import jsonschema
-    except ImportError:
-        import re
-        t = schema.get("type")
-        if "enum" in schema: return value in schema["enum"]
-        if t == "object":
-            return (isinstance(value, dict) and set(schema["required"]) <= set(value)
-                    and all(meets(value[k], s) for k, s in schema["properties"].items()
-                            if k in value))
-        if t == "array":
-            return (isinstance(value, list)
-                    and schema["minItems"] <= len(value) <= schema["maxItems"]
-                    and all(meets(v, schema["items"]) for v in value))
-        if t == "integer":
-            return (type(value) is int and schema["minimum"] <= value <= schema["maximum"])
-        if t == "boolean": return type(value) is bool
-        if t == "string":
-            return (isinstance(value, str) and len(value) <= schema.get("maxLength", 10**9)
-                    and re.search(schema.get("pattern", ""), value) is not None)
-        raise ValueError(f"no check for {schema}")
+    "Whether `value` meets `schema`, by jsonschema."
+    import jsonschema
     try: jsonschema.validate(value, schema)
     except jsonschema.ValidationError: return False
     return True
@@ -96,7 +77,6 @@ def main():
     import torch
     from mini_vllm import LLM, SamplingParams
     from mini_vllm.loading import save_tiny_model
-    from mini_vllm.structured import GrammarState
     folder = save_tiny_model(Path(tempfile.mkdtemp()) / "tiny", vocab_size=49152,
                              max_position_embeddings=2048)
     for f in Path(a.tokenizer).iterdir(): shutil.copy(f, folder / f.name)
@@ -138,13 +118,9 @@ def main():
     res["checks"]["drafts"] = spec.stats().get("spec_decode_num_drafts", 0)
     spec.shutdown()
 
-    masks, limit = [0.0, 0], GrammarState.limit
-    def timed(*args, _limit=limit):
-        t = time.perf_counter()
-        _limit(*args)
-        masks[0] += time.perf_counter() - t
-        masks[1] += 1
-    GrammarState.limit = timed
+    from structured_bench import time_masks
+    masks = [0.0, 0]
+    limit = time_masks(masks)
     many = [f"Entry {i} of the log, as JSON:" for i in range(64)]
     names = list(SCHEMAS)
     for run in ("none", "half", "none", "half"):          # each twice: the first warms up

@@ -6,12 +6,12 @@ Docs: https://mini-vllm.github.io/mini_vllm/sampling.html.md"""
 
 # %% auto #0
 __all__ = ['GREEDY_EPS', 'MAX_LOGPROBS', 'MAX_N', 'MAX_STOP', 'MAX_STOP_LEN', 'MAX_TOKEN_LIST', 'MAX_BIAS', 'MAX_PENALTY',
-           'INT64', 'ParamError', 'SamplingParams', 'logits_to_probs', 'to_device', 'make_generator', 'Penalties',
-           'SamplingTensors', 'sample']
+           'INT64', 'ParamError', 'SamplingParams', 'from_fields', 'logits_to_probs', 'to_device', 'make_generator',
+           'Penalties', 'SamplingTensors', 'sample']
 
 # %% ../nbs/00b_sampling.ipynb #fb25f26d
 import math, reprlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import torch
 from fastcore.basics import patch
@@ -133,6 +133,18 @@ def _check_bias(bias) -> dict | None:
         raise ParamError("logit_bias", f"logit_bias must map at most {MAX_TOKEN_LIST} token ids to "
                                        f"biases in [-{MAX_BIAS}, {MAX_BIAS}], got {_short(bias)}")
     return dict(bias)
+
+def from_fields(cls, value, name: str):
+    """A `cls` (a dataclass of settings) from a dict of its field names, or `value` if it is one;
+    a ParamError naming `name`, or `name.<field>` for a field `cls` does not have, otherwise."""
+    if isinstance(value, cls): return value
+    if not isinstance(value, dict):
+        raise ParamError(name, f"{name} must be a dict (a JSON object), got {type(value).__name__}")
+    names = [f.name for f in fields(cls)]
+    if unknown := [k for k in value if k not in names]:
+        raise ParamError(f"{name}.{unknown[0]}", f"{name} has no field {unknown[0]!r}; "
+                                                 f"its fields are: {', '.join(names)}")
+    return cls(**value)
 
 @patch
 def check_vocab(self: SamplingParams, vocab_size: int):

@@ -12,7 +12,7 @@ __all__ = ['METHODS', 'SPEC_SIZES', 'SpeculativeConfig', 'ngram_lookup', 'Propos
 
 # %% ../nbs/10_spec_decode.ipynb #57e1df3a
 import weakref
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -24,7 +24,8 @@ from .llm import EngineCore
 from .model_runner import ModelRunner, StepResult, _host_work, _logprobs, needs_host
 from .outputs import EngineOutput
 from .paged_attention import AttentionMetadata, PagedKVCache
-from .sampling import ParamError, SamplingTensors, logits_to_probs, sample, to_device
+from .sampling import (ParamError, SamplingTensors, from_fields, logits_to_probs, sample,
+                                to_device)
 from .scheduler import Request, Scheduler, SchedulerOutput
 
 # %% ../nbs/10_spec_decode.ipynb #29ac0cb3
@@ -72,16 +73,7 @@ class SpeculativeConfig:
     @classmethod
     def of(cls, value) -> "SpeculativeConfig":
         "A config from a dict of vLLM's field names (or a config); an unknown field refused."
-        if isinstance(value, cls): return value
-        if not isinstance(value, dict):
-            raise ParamError("speculative_config", "speculative_config must be a dict (a JSON "
-                             f"object), got {type(value).__name__}")
-        names = [f.name for f in fields(cls)]
-        if unknown := [k for k in value if k not in names]:
-            raise ParamError(f"speculative_config.{unknown[0]}",
-                             f"speculative_config has no field {unknown[0]!r}; "
-                             f"its fields are: {', '.join(names)}")
-        return cls(**value)
+        return from_fields(cls, value, "speculative_config")
 
 # %% ../nbs/10_spec_decode.ipynb #2309756c
 def ngram_lookup(tokens: list[int], k: int, n_min: int, n_max: int) -> list[int]:

@@ -8,15 +8,15 @@ Docs: https://mini-vllm.github.io/mini_vllm/structured_output.html.md"""
 __all__ = ['KINDS', 'UNENFORCED', 'ROLLBACK', 'StructuredOutputsParams', 'grammar_compiler', 'choice_grammar', 'unenforced',
            'compile_grammar', 'GrammarState', 'mask_rows', 'grammar_state', 'check_grammar']
 
-# %% ../nbs/11_structured_output.ipynb #a5e95769
+# %% ../nbs/11_structured_output.ipynb #f2320711
 import json, math, threading
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import torch
 
-from .sampling import ParamError, to_device
+from .sampling import ParamError, from_fields, to_device
 
-# %% ../nbs/11_structured_output.ipynb #a1816782
+# %% ../nbs/11_structured_output.ipynb #6d3e19b2
 KINDS = ("json", "regex", "choice", "grammar", "json_object")
 _ALLOWED = {"json": "a JSON schema (an object, or its text)", "regex": "a non-empty string",
             "grammar": "a non-empty string", "json_object": "true",
@@ -55,18 +55,9 @@ class StructuredOutputsParams:
     @classmethod
     def of(cls, value) -> "StructuredOutputsParams":
         "Params from a dict of vLLM's field names (or params); an unknown field refused by name."
-        if isinstance(value, cls): return value
-        if not isinstance(value, dict):
-            raise ParamError("structured_outputs", "structured_outputs must be a dict (a JSON "
-                             f"object), got {type(value).__name__}")
-        names = [f.name for f in fields(cls)]
-        if unknown := [k for k in value if k not in names]:
-            raise ParamError(f"structured_outputs.{unknown[0]}",
-                             f"structured_outputs has no field {unknown[0]!r}; "
-                             f"its fields are: {', '.join(names)}")
-        return cls(**value)
+        return from_fields(cls, value, "structured_outputs")
 
-# %% ../nbs/11_structured_output.ipynb #d6359452
+# %% ../nbs/11_structured_output.ipynb #ff036e1e
 _compilers, _lock = {}, threading.Lock()
 
 def grammar_compiler(key: str, vocab_size: int, load_tokenizer):
@@ -121,7 +112,7 @@ def compile_grammar(compiler, so: StructuredOutputsParams):
         raise ParamError(f"structured_outputs.{kind}",
                          f"structured_outputs.{kind} cannot be compiled: {why}") from None
 
-# %% ../nbs/11_structured_output.ipynb #75a943b7
+# %% ../nbs/11_structured_output.ipynb #b0ea2d93
 ROLLBACK = 64      # tokens at the end of an output a step may have changed (drafts: 33 at most)
 
 class GrammarState:
@@ -134,8 +125,10 @@ class GrammarState:
     def follow(self, tokens: list[int]) -> bool:
         "Bring the matcher to `tokens`; False if one breaks the grammar (it stops before that one)."
         old = self.tokens
-        same, n = max(len(old) - ROLLBACK, 0), min(len(old), len(tokens))
-        while same < n and old[same] == tokens[same]: same += 1
+        same = max(len(old) - ROLLBACK, 0)
+        if tokens[same:len(old)] == old[same:]: same = len(old)      # the usual step: appended
+        else:                                                 # where they part
+            while same < min(len(old), len(tokens)) and old[same] == tokens[same]: same += 1
         if same < len(old):                                   # drafts it followed, refused since
             self.matcher.rollback(len(old) - same)
             del old[same:]
@@ -168,7 +161,7 @@ def mask_rows(logits: torch.Tensor, bits: torch.Tensor, rows: list[int]):
     at = to_device(rows, dev, torch.long)
     logits[at] = logits[at].masked_fill(forbid, -math.inf)
 
-# %% ../nbs/11_structured_output.ipynb #cb5f10a3
+# %% ../nbs/11_structured_output.ipynb #c05c6572
 def grammar_state(model, vocab_size: int, so: StructuredOutputsParams, stop_ids=()):
     "A new request's GrammarState: `so` compiled for the tokenizer of the model folder `model`."
     from mini_vllm.loading import load_tokenizer, resolve_model_path
