@@ -10,7 +10,7 @@ __all__ = ['KVCacheBlock', 'BlockPool', 'hash_block', 'cdiv', 'PrefixCacheStats'
 # %% ../nbs/04a_block_pool.ipynb #c908f7f9
 import hashlib
 from array import array
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 from fastcore.basics import patch
@@ -35,6 +35,7 @@ class BlockPool:
         self.free_queue: OrderedDict[int, KVCacheBlock] = OrderedDict(
             (b.block_id, b) for b in self.blocks)
         self.cached: dict[bytes, KVCacheBlock] = {}      # block hash -> block holding those tokens
+        self.events: deque | None = None     # what enters and leaves the cache, once one listens
 
     @property
     def num_free(self) -> int: return len(self.free_queue)
@@ -45,7 +46,9 @@ class BlockPool:
         for _ in range(n):
             _, b = self.free_queue.popitem(last=False)
             if b.block_hash is not None:                  # old contents about to be overwritten
-                if self.cached.get(b.block_hash) is b: del self.cached[b.block_hash]
+                if self.cached.get(b.block_hash) is b:
+                    del self.cached[b.block_hash]
+                    if self.events is not None: self.events.append(("removed", b.block_hash))
                 b.block_hash = None
             b.ref_cnt = 1
             out.append(b)
@@ -63,16 +66,18 @@ class BlockPool:
             b.ref_cnt -= 1
             if b.ref_cnt == 0: self.free_queue[b.block_id] = b
 
-    def cache_block(self, block: KVCacheBlock, block_hash: bytes):
-        "Record that `block` holds the tokens hashed `block_hash` (the first one to do so wins)."
-        if block_hash not in self.cached:
-            self.cached[block_hash] = block
-            block.block_hash = block_hash
+    def cache_block(self, block: KVCacheBlock, block_hash: bytes) -> bool:
+        "Record that `block` holds the tokens hashed `block_hash`; the first one to do so wins."
+        if block_hash in self.cached: return False
+        self.cached[block_hash] = block
+        block.block_hash = block_hash
+        return True
 
     def reset_prefix_cache(self):
         "Forget every cached block (their contents can no longer be trusted)."
         for b in self.cached.values(): b.block_hash = None
         self.cached.clear()
+        if self.events is not None: self.events.append(("cleared",))
 
 # %% ../nbs/04a_block_pool.ipynb #3e25e98e
 def hash_block(parent: bytes | None, tokens) -> bytes:
@@ -163,7 +168,11 @@ def allocate_slots(self: KVCacheManager, request, num_new_tokens: int,
     full = min(total, len(request.all_token_ids)) // bs       # full blocks whose tokens are known
     if self.enable_caching and full > self.num_cached[rid]:   # cache the blocks this step fills
         hs = self._hashes(request, full * bs)
-        for i in range(self.num_cached[rid], full): self.pool.cache_block(blocks[i], hs[i])
+        events, tokens = self.pool.events, request.all_token_ids
+        for i in range(self.num_cached[rid], full):
+            if self.pool.cache_block(blocks[i], hs[i]) and events is not None:
+                parent, block_tokens = hs[i - 1] if i else None, tokens[i * bs:(i + 1) * bs]
+                events.append(("stored", hs[i], parent, block_tokens))
         self.num_cached[rid] = full
     return new
 

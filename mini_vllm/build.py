@@ -7,7 +7,8 @@ Docs: https://mini-vllm.github.io/mini_vllm/build.html.md"""
 # %% auto #0
 __all__ = ['BACKENDS', 'Backend', 'backend_part', 'attention_class', 'backend_ops', 'EngineConfig', 'resolve_backend',
            'default_max_num_seqs', 'resolve_config', 'load_engine_model', 'make_runner', 'make_engine_core',
-           'check_structured_outputs', 'request_grammar', 'rebuilt_bytes', 'weight_bytes', 'auto_num_blocks']
+           'check_structured_outputs', 'request_grammar', 'kv_event_publisher', 'rebuilt_bytes', 'weight_bytes',
+           'auto_num_blocks']
 
 # %% ../nbs/04e2_build.ipynb #b0a1b2c3
 import importlib, importlib.util, math
@@ -95,6 +96,13 @@ class EngineConfig:
                                                  "\"num_speculative_tokens\": 4}")
     tensor_parallel_size: int = _arg(1, "processes (GPUs) the model is split over, Megatron-style")
     tp_timeout_s: float = _arg(60.0, "seconds a tensor-parallel rank may take to answer")
+    distributed_executor_backend: str | None = _arg(None, "mp (the engine starts its ranks) or "
+                                                          "external_launcher (torchrun started "
+                                                          "every rank: chapter 09c)")
+    kv_events_config: dict | None = _arg(None, "publish what enters and leaves the prefix cache "
+                                               "(chapter 09c): vLLM's fields, e.g. "
+                                               "{\"enable_kv_cache_events\": true, "
+                                               "\"publisher\": \"zmq\"}")
     stream_interval: int = _arg(1, "a stream's tokens per output at most, after its first")
     seed: int = _arg(0, "seed of the requests that give none")
 
@@ -152,6 +160,11 @@ def _check_config(c: EngineConfig):
     if c.async_scheduling and c.tensor_parallel_size > 1:
         raise ParamError("async_scheduling", "async_scheduling needs tensor_parallel_size 1 "
                                              "(the ranks follow rank 0 one step at a time)")
+    _check(c, "distributed_executor_backend", lambda v: v in ("mp", "external_launcher"),
+           "mp or external_launcher, or None", optional=True)
+    if c.kv_events_config is not None:                  # its fields are checked by chapter 09c's
+        from mini_vllm.parallel.replicas import KVEventsConfig
+        c.kv_events_config = KVEventsConfig.of(c.kv_events_config)
     if c.speculative_config is not None:                # its fields are checked by chapter 10's
         from mini_vllm.spec_decode import SpeculativeConfig
         c.speculative_config = SpeculativeConfig.of(c.speculative_config)
@@ -218,7 +231,12 @@ def load_engine_model(c: EngineConfig):
     if quantization is not None:
         _check_quantization(quantization, c.tensor_parallel_size)
     tp = None
-    if c.tensor_parallel_size > 1:                   # ranks 1..N-1 in processes of their own (09b)
+    if c.distributed_executor_backend == "external_launcher":  # torchrun started each rank (09c)
+        from mini_vllm.parallel.replicas import LaunchedGroup
+        tp = LaunchedGroup(c.tensor_parallel_size, model, dtype, device, load_format,
+                           c.tp_timeout_s, attention_backend)
+        loaded = tp.model
+    elif c.tensor_parallel_size > 1:                 # ranks 1..N-1 in processes of their own (09b)
         from mini_vllm.parallel.tensor_parallel import TensorParallelGroup
         tp = TensorParallelGroup(c.tensor_parallel_size, model, dtype, device, load_format,
                                  c.tp_timeout_s, attention_backend)
@@ -246,9 +264,9 @@ def make_runner(c: EngineConfig, model, cache, kv, tp, max_model_len: int) -> Mo
     if cuda:
         from mini_vllm.fast.overlap import use_staging
         use_staging(next(model.parameters()).device)
-    if tp is not None:                                 # every rank builds the same runner (09b)
-        from mini_vllm.parallel.tensor_parallel import tp_runner
-        return tp_runner(tp, cache, kv, c.attention_backend, graphs, c.max_num_seqs, max_model_len)
+    if tp is not None:                                 # the group's runner (09b, 09c)
+        return tp.make_runner(cache, kv, c.attention_backend, graphs, c.max_num_seqs,
+                              max_model_len)
     if c.speculative_config is not None:               # drafts checked in one forward (10)
         from mini_vllm.spec_decode import spec_runner
         return spec_runner(c, model, cache, kv, max_model_len, graphs)
@@ -280,6 +298,12 @@ def request_grammar(c: EngineConfig, vocab_size: int, so, stop_ids):
     from mini_vllm.structured import grammar_state
     return grammar_state(c.model, vocab_size, so, stop_ids)
 
+def kv_event_publisher(c: EngineConfig, pool):
+    "A publisher of `pool`'s cache events if `kv_events_config` asks for one (09c); else None."
+    if c.kv_events_config is None: return None
+    from mini_vllm.parallel.replicas import publish_kv_events
+    return publish_kv_events(c.kv_events_config, pool, c.block_size)
+
 # %% ../nbs/04e2_build.ipynb #e16764b8
 def rebuilt_bytes(model) -> int:
     "The largest weight a quantized layer (05b) rebuilds in full precision for long steps; else 0."
@@ -310,4 +334,10 @@ def auto_num_blocks(c: EngineConfig, model, device: torch.device) -> int:
     if memory < per_block:
         raise ValueError(f"no memory left for the KV cache ({memory} bytes): lower the model size "
                          "or raise gpu_memory_utilization")
-    return min(memory // per_block, cap)
+    n = min(memory // per_block, cap)
+    if c.distributed_executor_backend == "external_launcher":   # each rank has a pool (09c):
+        import torch.distributed as dist                         # all must be the same size
+        t = torch.tensor([n], device=device)
+        dist.all_reduce(t, op=dist.ReduceOp.MIN)
+        n = int(t.item())
+    return n

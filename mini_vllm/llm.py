@@ -17,8 +17,8 @@ from fastcore.basics import patch
 
 from .block_pool import KVCacheManager
 from .build import (EngineConfig, auto_num_blocks, check_structured_outputs,
-                             load_engine_model, make_engine_core, make_runner, request_grammar,
-                             resolve_config, weight_bytes)
+                             kv_event_publisher, load_engine_model, make_engine_core, make_runner,
+                             request_grammar, resolve_config, weight_bytes)
 from .loading import load_tokenizer
 from .model_runner import EngineDeadError, StepResult
 from .outputs import (CompletionOutput, EngineOutput, OutputProcessor,  # noqa: F401
@@ -119,6 +119,7 @@ class EngineCore:
             self.max_model_len = (c.max_model_len
                                   or min(mc.max_position_embeddings, blocks * c.block_size))
             self.kv = KVCacheManager(blocks, c.block_size, c.enable_prefix_caching)
+            self.kv_events = kv_event_publisher(c, self.kv.pool)   # for a router (09c), if asked
             dtype = next(self.model.parameters()).dtype
             # blocks + 1: one scratch block
             self.cache = PagedKVCache.allocate(mc, blocks + 1, c.block_size, dtype, self.device)
@@ -205,7 +206,8 @@ def reset_prefix_cache(self: EngineCore):
 
 @patch
 def shutdown(self: EngineCore):
-    "Stop the engine's other processes (tensor parallelism); a no-op otherwise."
+    "Stop the engine's other processes (tensor parallelism) and its event publisher, if any."
+    if getattr(self, "kv_events", None) is not None: self.kv_events.close()
     if self.tp is not None: self.tp.shutdown()
 
 @patch

@@ -41,6 +41,7 @@ MODULES = {"matplotlib": ["matplotlib"], "hypothesis": ["hypothesis"], "httpx": 
            "prometheus_client": ["prometheus-client"],
            "xgrammar": ["xgrammar", "apache-tvm-ffi"],
            "jsonschema": ["jsonschema", "jsonschema-specifications", "referencing", "rpds-py", "attrs"],
+           "zmq": ["pyzmq"], "msgpack": ["msgpack"], "vllm_router": ["vllm-router"],
            "load_test": ["httpx"], "workload": [],             # benchmarks/*.py, next to the notebooks in the clone
            "torch": [], "triton": [], "IPython": [],           # the platform's
            **{m: [] for m in NEED + KEEP}}

@@ -391,3 +391,9 @@ def tp_runner(group: TensorParallelGroup, cache: PagedKVCache, kv, attention_bac
         raise
     runner.lead(group)
     return runner
+
+@patch
+def make_runner(self: TensorParallelGroup, cache: PagedKVCache, kv, attention_backend: str,
+                graphs: bool, max_num_seqs: int, max_model_len: int) -> ModelRunner:
+    "The runner of an engine over this group: rank 0's (the engine builds it through the group)."
+    return tp_runner(self, cache, kv, attention_backend, graphs, max_num_seqs, max_model_len)

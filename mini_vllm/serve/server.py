@@ -147,6 +147,8 @@ def build_app(engine: EngineClient, model_name: str, api_key: str | None = None,
     app.state.serving, app.state.api_key = srv, api_key
     for method, path, fn in [("POST", "/v1/completions", srv.completions),
                              ("POST", "/v1/chat/completions", srv.chat),
+                             ("POST", "/v1/completions/render", srv.render_completions),
+                             ("POST", "/v1/chat/completions/render", srv.render_chat),
                              ("GET", "/v1/models", srv.models), ("GET", "/health", srv.health),
                              ("GET", "/metrics", srv.metrics)]:
         app.add_api_route(path, fn, methods=[method])

@@ -304,9 +304,9 @@ def _chat_prompt(self: OpenAIServing, r: ChatCompletionRequest) -> str:
                           param="messages") from None
 
 @patch
-async def chat(self: OpenAIServing, request: Request):
-    "POST /v1/chat/completions"
-    r = await read_json(request, ChatCompletionRequest, self.max_body_bytes)
+def _chat_request(self: OpenAIServing, r: ChatCompletionRequest) -> tuple:
+    """A chat request's prompt, params, forced tools and field names, checked; and whether its
+    `max_tokens` is to fill the context."""
     self.check_model(r.model)
     if r.top_logprobs is not None and not r.logprobs:
         raise OpenAIError(400, "top_logprobs needs logprobs=true", param="top_logprobs")
@@ -318,9 +318,16 @@ async def chat(self: OpenAIServing, request: Request):
     params = sampling_params(r, self.engine.max_model_len if max_tokens is None else max_tokens,
                              (r.top_logprobs or 0) if r.logprobs else None, self.max_n, names,
                              tools and tools.constraint())
-    prompt, rid = self._chat_prompt(r), f"chatcmpl-{uuid.uuid4().hex}"
-    created = int(time.time())
-    [s] = await self._add([prompt], params, rid, bool(r.stream), max_tokens is None,
+    return self._chat_prompt(r), params, tools, names, max_tokens is None
+
+# %% ../../nbs/06b2_serving.ipynb #08b61a43
+@patch
+async def chat(self: OpenAIServing, request: Request):
+    "POST /v1/chat/completions"
+    r = await read_json(request, ChatCompletionRequest, self.max_body_bytes)
+    prompt, params, tools, names, fill = self._chat_request(r)
+    rid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
+    [s] = await self._add([prompt], params, rid, bool(r.stream), fill,
                           add_special_tokens=False, names=names)      # the template holds them
     states = [ChoiceState() for _ in range(params.n)]
     if r.stream:
@@ -423,6 +430,40 @@ async def _chat_events(self: OpenAIServing, s, states, created, rid, params, str
     finally:
         self._abort_unfinished([s])
     yield "[DONE]"
+
+# %% ../../nbs/06b2_serving.ipynb #5052a48c
+@patch
+async def _render(self: OpenAIServing, prompts, params, names, fill_max_tokens=False,
+                  add_special_tokens=True) -> list[dict]:
+    "What each prompt becomes, as vLLM's render routes answer: its token ids and its parameters."
+    self._admit(len(prompts), params)
+    try:
+        reqs = await self.aeng.prompts.process(prompts, [params] * len(prompts), fill_max_tokens,
+                                               add_special_tokens)
+    except ValueError as e:
+        raise bad_request(e, names) from None
+    plain = lambda p: {k: v for k, v in vars(p).items()
+                       if v is None or isinstance(v, (bool, int, float, str, list, dict))}
+    return [{"request_id": f"render-{uuid.uuid4().hex}", "token_ids": list(q.prompt_token_ids),
+             "sampling_params": plain(q.params), "model": self.model_name} for q in reqs]
+
+@patch
+async def render_completions(self: OpenAIServing, request: Request):
+    "POST /v1/completions/render"
+    r = await read_json(request, CompletionRequest, self.max_body_bytes)
+    self.check_model(r.model)
+    names = structured_names(r)
+    params = sampling_params(r, 16 if r.max_tokens is None else r.max_tokens, r.logprobs,
+                             self.max_n, names)
+    return await self._render(prompt_list(r.prompt), params, names)
+
+@patch
+async def render_chat(self: OpenAIServing, request: Request):
+    "POST /v1/chat/completions/render"
+    r = await read_json(request, ChatCompletionRequest, self.max_body_bytes)
+    prompt, params, _, names, fill = self._chat_request(r)
+    [out] = await self._render([prompt], params, names, fill, add_special_tokens=False)
+    return out
 
 # %% ../../nbs/06b2_serving.ipynb #e2382a6e
 @patch
