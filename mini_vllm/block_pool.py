@@ -42,13 +42,13 @@ class BlockPool:
 
     def get_new_blocks(self, n: int) -> list[KVCacheBlock]:
         "Take n <= num_free blocks from the free queue's front, evicting their cached contents."
-        out = []
+        out, events = [], self.events
         for _ in range(n):
             _, b = self.free_queue.popitem(last=False)
             if b.block_hash is not None:                  # old contents about to be overwritten
                 if self.cached.get(b.block_hash) is b:
                     del self.cached[b.block_hash]
-                    if self.events is not None: self.events.append(("removed", b.block_hash))
+                    if events is not None: events.append(("removed", b.block_hash))
                 b.block_hash = None
             b.ref_cnt = 1
             out.append(b)
@@ -77,7 +77,7 @@ class BlockPool:
         "Forget every cached block (their contents can no longer be trusted)."
         for b in self.cached.values(): b.block_hash = None
         self.cached.clear()
-        if self.events is not None: self.events.append(("cleared",))
+        if (events := self.events) is not None: events.append(("cleared",))
 
 # %% ../nbs/04a_block_pool.ipynb #3e25e98e
 def hash_block(parent: bytes | None, tokens) -> bytes:

@@ -165,12 +165,15 @@ def _check_config(c: EngineConfig):
     if c.kv_events_config is not None:                  # its fields are checked by chapter 09c's
         from mini_vllm.parallel.replicas import KVEventsConfig
         c.kv_events_config = KVEventsConfig.of(c.kv_events_config)
+        if c.kv_events_config.enable_kv_cache_events and not c.enable_prefix_caching:
+            raise ParamError("kv_events_config", "KV-cache events need enable_prefix_caching: "
+                                                 "without it no block is ever cached")
     if c.speculative_config is not None:                # its fields are checked by chapter 10's
         from mini_vllm.spec_decode import SpeculativeConfig
         c.speculative_config = SpeculativeConfig.of(c.speculative_config)
-        if c.tensor_parallel_size > 1:
+        if c.tensor_parallel_size > 1 or c.distributed_executor_backend == "external_launcher":
             raise ParamError("speculative_config", "speculative_config needs "
-                                                   "tensor_parallel_size 1")
+                                                   "tensor_parallel_size 1 and no launcher")
 
 # %% ../nbs/04e2_build.ipynb #q5e1a2b3
 def _saved_quantization(model, quantization) -> dict | None:
@@ -331,13 +334,13 @@ def auto_num_blocks(c: EngineConfig, model, device: torch.device) -> int:
                   - rebuilt_bytes(model))
     elif memory is None:
         memory = 2 * 2**30
-    if memory < per_block:
-        raise ValueError(f"no memory left for the KV cache ({memory} bytes): lower the model size "
-                         "or raise gpu_memory_utilization")
-    n = min(memory // per_block, cap)
-    if c.distributed_executor_backend == "external_launcher":   # each rank has a pool (09c):
-        import torch.distributed as dist                         # all must be the same size
+    n = min(max(memory, 0) // per_block, cap)
+    if c.distributed_executor_backend == "external_launcher":   # each rank has a pool (09c): all
+        import torch.distributed as dist                         # the same size, before any raises
         t = torch.tensor([n], device=device)
         dist.all_reduce(t, op=dist.ReduceOp.MIN)
         n = int(t.item())
+    if n < 1:
+        raise ValueError(f"no memory left for the KV cache ({memory} bytes here): lower the model "
+                         "size or raise gpu_memory_utilization")
     return n

@@ -211,17 +211,22 @@ def _step_error(self: OpenAIServing, e: Exception) -> OpenAIError:
 
 # %% ../../nbs/06b2_serving.ipynb #60180055
 @patch
-async def completions(self: OpenAIServing, request: Request):
-    "POST /v1/completions"
-    r = await read_json(request, CompletionRequest, self.max_body_bytes)
+def _completion_request(self: OpenAIServing, r: CompletionRequest) -> tuple:
+    "A completion request's prompts, params and field names, checked."
     self.check_model(r.model)
-    prompts = prompt_list(r.prompt)
     if r.echo and r.logprobs is not None:
         raise OpenAIError(400, "echo with logprobs is not supported (no prompt logprobs)",
                           param="echo")
-    max_tokens = 16 if r.max_tokens is None else r.max_tokens
     names = structured_names(r)
-    params = sampling_params(r, max_tokens, r.logprobs, self.max_n, names)
+    params = sampling_params(r, 16 if r.max_tokens is None else r.max_tokens, r.logprobs,
+                             self.max_n, names)
+    return prompt_list(r.prompt), params, names
+
+@patch
+async def completions(self: OpenAIServing, request: Request):
+    "POST /v1/completions"
+    r = await read_json(request, CompletionRequest, self.max_body_bytes)
+    prompts, params, names = self._completion_request(r)
     rid, created = f"cmpl-{uuid.uuid4().hex}", int(time.time())
     streams = await self._add(prompts, params, rid, bool(r.stream), names=names)
     echo = [self._prompt_text(p) if r.echo else "" for p in prompts]
@@ -451,11 +456,8 @@ async def _render(self: OpenAIServing, prompts, params, names, fill_max_tokens=F
 async def render_completions(self: OpenAIServing, request: Request):
     "POST /v1/completions/render"
     r = await read_json(request, CompletionRequest, self.max_body_bytes)
-    self.check_model(r.model)
-    names = structured_names(r)
-    params = sampling_params(r, 16 if r.max_tokens is None else r.max_tokens, r.logprobs,
-                             self.max_n, names)
-    return await self._render(prompt_list(r.prompt), params, names)
+    prompts, params, names = self._completion_request(r)
+    return await self._render(prompts, params, names)
 
 @patch
 async def render_chat(self: OpenAIServing, request: Request):
