@@ -85,7 +85,10 @@ class KVEventPublisher:
     """Publishes a block pool's events as vLLM does: a ZMQ PUB socket, each message three frames
     (topic, sequence number, a msgpack batch `[time, events, data-parallel rank]`)."""
     def __init__(self, config: KVEventsConfig, pool, block_size: int, interval: float = 0.005):
-        import msgpack, zmq
+        try: import msgpack, zmq
+        except ImportError as e:
+            raise ImportError(f"KV-cache events need pyzmq and msgpack ({e}): "
+                              "pip install 'mini_vllm[replicas]'") from None
         self.pack, self.pool, self.block_size = msgpack.packb, pool, block_size
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.PUB)
