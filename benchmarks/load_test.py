@@ -255,13 +255,14 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
 
 
-def start_server(serve_args, log_path, timeout=600):
-    """`mini-vllm serve` in a subprocess on 127.0.0.1; (process, url, model name) once /health answers."""
-    port = free_port()
+def start_server(serve_args, log_path, timeout=600, port=None, env=None):
+    """`mini-vllm serve` in a subprocess on 127.0.0.1 (`port`, default a free one; `env`, default this
+    process's); (process, url) once /health answers."""
+    port = port or free_port()
     cmd = [sys.executable, "-c", "from mini_vllm.cli import main; main()", "serve", "--host", "127.0.0.1", "--port", str(port),
            "--log-level", "warning", *serve_args]
     log = open(log_path, "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=False)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=False, env=env)
     url, t0 = f"http://127.0.0.1:{port}", time.monotonic()
     while time.monotonic() - t0 < timeout:
         if proc.poll() is not None: raise RuntimeError(f"the server exited with {proc.returncode}: see {log_path}")

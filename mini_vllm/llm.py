@@ -109,6 +109,7 @@ class EngineCore:
         c = self.config = config
         torch.manual_seed(c.seed)                       # requests without a seed sample from this
         self.model, self.tp = load_engine_model(c)
+        self.kv_events = None                           # a publisher for a router (09c), if asked
         try:
             mc, self.device = self.model.config, next(self.model.parameters()).device
             if c.max_model_len is not None and c.max_model_len > mc.max_position_embeddings:
@@ -119,7 +120,7 @@ class EngineCore:
             self.max_model_len = (c.max_model_len
                                   or min(mc.max_position_embeddings, blocks * c.block_size))
             self.kv = KVCacheManager(blocks, c.block_size, c.enable_prefix_caching)
-            self.kv_events = kv_event_publisher(c, self.kv.pool)   # for a router (09c), if asked
+            self.kv_events = kv_event_publisher(c, self.kv.pool)
             dtype = next(self.model.parameters()).dtype
             # blocks + 1: one scratch block
             self.cache = PagedKVCache.allocate(mc, blocks + 1, c.block_size, dtype, self.device)
@@ -207,7 +208,7 @@ def reset_prefix_cache(self: EngineCore):
 @patch
 def shutdown(self: EngineCore):
     "Stop the engine's other processes (tensor parallelism) and its event publisher, if any."
-    if getattr(self, "kv_events", None) is not None: self.kv_events.close()
+    if self.kv_events is not None: self.kv_events.close()
     if self.tp is not None: self.tp.shutdown()
 
 @patch

@@ -101,7 +101,6 @@ class KVEventPublisher:
             raise ParamError("kv_events_config.endpoint",
                              f"cannot publish at {config.endpoint}: {e}") from None
         self.topic, self.seq, self.interval = config.topic.encode(), 0, interval
-        self.sent_events = self.sent_bytes = 0
         self.fresh = True                          # nothing sent yet: see `flush`
         pool.events = deque()                      # the pool records from now on
         self.stop = threading.Event()
@@ -128,8 +127,6 @@ class KVEventPublisher:
         body = self.pack([time.time(), vllm_events(batch, self.block_size), 0])
         self.sock.send_multipart([self.topic, self.seq.to_bytes(8, "big"), body])
         self.seq += 1
-        self.sent_events += len(batch)
-        self.sent_bytes += len(body)
 
     def close(self):
         "Send what is left, then close the socket (once the thread that uses it has ended)."
