@@ -5,11 +5,13 @@ Each engine as `vllm_side_by_side.py` builds it with default settings (vLLM's en
 `VLLM_ENABLE_V1_MULTIPROCESSING=0`, so that torch.profiler sees its kernels). Warm-up on 8 requests, then the
 workload twice, the prefix cache emptied before each so that every prompt is computed: once timed, once under
 torch.profiler (CUDA activity only). Prints one JSON object: output tok/s unprofiled, the profiled run's seconds, the
-sum of kernel times (ms) and the 40 largest kernels (name, ms, calls). TinyLlama-1.1B shape, dummy bf16. From the
-repo root, vLLM installed as `vllm_h200.sh install` leaves it:
+sum of kernel times (ms), that sum by kernel class (matrix products, attention, norms and activations, the rest) and
+the 40 largest kernels (name, ms, calls). A shape of workload.SHAPES (the third argument, TinyLlama-1.1B's by
+default), dummy bf16. From the repo root, vLLM installed as `vllm_h200.sh install` leaves it:
   PYTHONPATH=/tmp/vsite:/tmp/site:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 python3 benchmarks/gpu_profile_side_by_side.py vllm 256
   PYTHONPATH=/tmp/site:$PWD python3 benchmarks/gpu_profile_side_by_side.py mini 256
   PYTHONPATH=/tmp/site:$PWD python3 benchmarks/gpu_profile_side_by_side.py mini-int8 256     (or mini-int4)
+  PYTHONPATH=/tmp/site:$PWD python3 benchmarks/gpu_profile_side_by_side.py mini 256 llama3_8b
 """
 import os, sys
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -18,7 +20,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 sys.path.insert(0, str(Path(__file__).resolve().parent)); sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from workload import public_workload, tinyllama_config_dir  # noqa: E402
+from workload import SHAPES, public_workload, shape_config_dir  # noqa: E402
 
 
 def engine(which: str, cfg):
@@ -36,9 +38,23 @@ def engine(which: str, cfg):
     return (lambda w: llm.generate([p for p, _ in w], [sp(m) for _, m in w], use_tqdm=False)), llm
 
 
-def main(which: str, n: int):
+CLASSES = (("gemm", ("gemm", "gemv", "matmul", "mm_", "_mm", "cutlass", "sm90_xmma", "nvjet", "cublas", "splitk",
+                     "linear", "dequant")),
+           ("attention", ("attn", "attention", "flash", "fmha", "paged", "decode_partition", "prefill_kernel", "reduce")),
+           ("norm/rope/act", ("norm", "rope", "rotary", "silu", "act_and_mul", "swiglu", "gelu")),
+           ("sampling", ("argmax", "sample", "topk", "softmax", "sort")),
+           ("copy/other", ("",)))
+
+
+def kernel_class(name: str) -> str:
+    "A kernel's class by its name (the first class with a matching word): what the profile's split is over."
+    n = name.lower()
+    return next(c for c, words in CLASSES if any(w in n for w in words))
+
+
+def main(which: str, n: int, shape: str = "tinyllama"):
     work = public_workload(n)
-    run, llm = engine(which, tinyllama_config_dir(Path(tempfile.mkdtemp()) / "tl"))
+    run, llm = engine(which, shape_config_dir(Path(tempfile.mkdtemp()) / shape, shape))
     run(work[:8]); llm.reset_prefix_cache()
     torch.cuda.synchronize(); t = time.perf_counter(); run(work); torch.cuda.synchronize()
     plain = time.perf_counter() - t
@@ -46,13 +62,18 @@ def main(which: str, n: int):
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         t = time.perf_counter(); run(work); torch.cuda.synchronize(); wall = time.perf_counter() - t
     rows = [(e.key, e.self_device_time_total / 1e3, e.count) for e in prof.key_averages() if e.self_device_time_total > 0]
-    out = dict(engine=which, n=n, seconds_unprofiled=round(plain, 3),
+    by_class = {}
+    for k, ms, _ in rows: by_class[kernel_class(k)] = by_class.get(kernel_class(k), 0) + ms
+    out = dict(engine=which, shape=shape, n=n, seconds_unprofiled=round(plain, 3),
                tok_s_unprofiled=round(sum(m for _, m in work) / plain), seconds_profiled=round(wall, 3),
                gpu_busy_ms=round(sum(r[1] for r in rows), 1),
+               gpu_busy_fraction=round(sum(r[1] for r in rows) / 1e3 / wall, 3),
+               ms_by_class={c: round(ms, 1) for c, ms in sorted(by_class.items(), key=lambda kv: -kv[1])},
                top=[(k[:90], round(ms, 2), c) for k, ms, c in sorted(rows, key=lambda r: -r[1])[:40]])
     print(json.dumps(out, indent=0))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("vllm", "mini", "mini-int8", "mini-int4"): sys.exit(__doc__)
-    main(sys.argv[1], int(sys.argv[2]))
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("vllm", "mini", "mini-int8", "mini-int4") \
+            or sys.argv[3:] and sys.argv[3] not in SHAPES: sys.exit(__doc__)
+    main(*sys.argv[1:2], int(sys.argv[2]), *sys.argv[3:])

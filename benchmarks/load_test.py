@@ -20,6 +20,7 @@ end) unless --url names a running one. Writes load_test_<label>.json and .png in
   GPU, TinyLlama's shape:   python benchmarks/load_test.py --tinyllama --prompt-mode ids --label h200 \\
                                 --concurrency 1,2,4,8,16,32,64,128,256 --input-len 512 --output-len 256 \\
                                 --max-seconds-per-level 15 --warmup 256 --out $OUT -- --dtype bfloat16 --attention-backend triton
+  GPU, another shape:       python benchmarks/load_test.py --shape llama3_8b --prompt-mode ids ...   (workload.SHAPES)
   Poisson arrivals:         python benchmarks/load_test.py --request-rate 1,2,4,inf --requests-per-level 32 --label cpu_rates
 Arguments after `--` go to `mini-vllm serve`.
 """
@@ -29,7 +30,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from workload import tinyllama_config_dir  # noqa: E402
+from workload import SHAPE_NAMES, SHAPES, shape_config_dir  # noqa: E402
 
 WORDS = ("time year people way day man thing woman life child world school state family student group country "
          "problem hand part place case week company system program question work government number night point home "
@@ -308,6 +309,7 @@ def main(argv=None):
     p.add_argument("--url", help="a running server (default: start one)")
     p.add_argument("--model", default=None, help="model name to send (default: the server's first)")
     p.add_argument("--tinyllama", action="store_true", help="serve TinyLlama-1.1B's shape with dummy weights")
+    p.add_argument("--shape", choices=tuple(SHAPES), help="serve this shape with dummy weights (--tinyllama: tinyllama)")
     p.add_argument("--concurrency", default="1,2,4,8,16,32,64", help="comma-separated levels (default: 1..64)")
     p.add_argument("--request-rate", default=None, help="open loop instead: comma-separated request rates per second "
                    "(Poisson arrivals; inf sends a level's requests at once); --requests-per-level each (default 64)")
@@ -331,9 +333,12 @@ def main(argv=None):
     rates = [float(x) for x in a.request_rate.split(",")] if a.request_rate else None
     if rates and any(not r > 0 for r in rates): p.error(f"--request-rate: rates must be > 0 (or inf), got {a.request_rate}")
     proc, tmp = None, None
-    if a.tinyllama:
-        tmp = tempfile.mkdtemp(prefix="tinyllama-")
-        serve_args = ["--model", str(tinyllama_config_dir(tmp)), "--load-format", "dummy", "--served-model-name", "tinyllama-1.1b-dummy", *serve_args]
+    shape = a.shape or ("tinyllama" if a.tinyllama else None)
+    if shape:
+        tmp = tempfile.mkdtemp(prefix=f"{shape}-")
+        name = SHAPE_NAMES[shape].lower() + "-dummy"                  # tinyllama-1.1b-dummy, llama-3-8b-dummy, ...
+        serve_args = ["--model", str(shape_config_dir(tmp, shape)), "--load-format", "dummy", "--served-model-name",
+                      name, *serve_args]
     try:
         url = a.url
         if url is None:

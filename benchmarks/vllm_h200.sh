@@ -16,6 +16,9 @@
 #   serve_mini  the same ramp against `mini-vllm serve` (load_test.py --tinyllama starts it)
 #   rates       serve_vllm then serve_mini with Poisson arrivals at request rates $RATES (default 4,16,64 per second,
 #               64 requests each) instead of the closed-loop ramp: load_test_{vllm,mini_vllm}_h200_rates.json    (~5 min)
+#   profile     benchmarks/gpu_profile_side_by_side.py, vLLM then mini_vllm, on $PROFILE_N requests (default 256) of
+#               the public workload: GPU busy fraction and kernel time by class, profile_<shape>.json       (~4 min)
+#               (PROFILE_ENGINES="mini" for one of them, PROFILE_LIMIT seconds each, default 270)
 # Run from the repo root. Everything for the caller goes under $OUT (default ./vllm_h200_out), at most 8 files per
 # call: env.txt, receive.txt, install.log, offline.log, vllm_side_by_side_h200.json, offline_logs.tgz, serve.log,
 # load_test_vllm_h200.json, load_test_mini_vllm_h200.json, serve_logs.tgz (whichever stages ran). No vLLM output goes
@@ -27,12 +30,17 @@
 # vllm_side_by_side.py: `--smoke --device cpu` checks the stage on a CPU), MINI_SERVE_ARGS (more arguments for
 # `mini-vllm serve`, e.g. --no-async-scheduling: one step at a time), MINI_VLLM_COMMIT, REQS (requests per level of
 # the ramp), ONE_PROCESS_TOO=1 (serve_vllm runs the ramp again with every client in one process:
-# load_test_vllm_h200_one_process.json).
+# load_test_vllm_h200_one_process.json), SHAPE (the model's shape for every stage: tinyllama, the default, llama3_8b or
+# qwen3_0.6b, workload.SHAPES; a shape other than TinyLlama's adds _<shape> to the names of the results files).
 set -u
 OUT=${OUT:-$PWD/vllm_h200_out}
 PARTS=/tmp/vllm_parts VSITE=/tmp/vsite WORK=/tmp/vllm_work
 CONC=${CONC:-1,16,64,256}
+SHAPE=${SHAPE:-tinyllama}
 LOAD=(--concurrency "$CONC") SUFFIX=""               # the closed-loop ramp; the rates stage sets Poisson arrivals
+[ "$SHAPE" != tinyllama ] && SUFFIX=_$SHAPE
+NAME=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from workload import SHAPE_NAMES
+print(SHAPE_NAMES['$SHAPE'])") || exit 1
 [ -n "${REQS:-}" ] && LOAD+=(--requests-per-level "$REQS")
 COMMIT=${MINI_VLLM_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 mkdir -p "$OUT" "$PARTS" "$WORK"
@@ -63,9 +71,9 @@ stop_group() {      # stop_group PID: SIGTERM to its process group, SIGKILL afte
     gpu_cleanup
 }
 
-model_dir() {       # TinyLlama-1.1B's config.json (and generation_config.json), no tokenizer
-    python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from workload import tinyllama_config_dir
-print(tinyllama_config_dir('$WORK/tinyllama'))"
+model_dir() {       # the shape's config.json (and generation_config.json), no tokenizer
+    python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from workload import shape_config_dir
+print(shape_config_dir('$WORK/$SHAPE', '$SHAPE'))"
 }
 
 wait_health() {     # wait_health URL PID SECONDS: 0 once URL/health answers 200, 1 if PID died or time ran out
@@ -90,7 +98,7 @@ serve_vllm() {
     local port=8011 md t0=$SECONDS
     mkdir -p "$WORK/serve"; md=$(model_dir)
     # a session of its own, so that the engine core it starts goes with the group; output to a file, never a pipe
-    setsid python3 -m vllm.entrypoints.openai.api_server --model "$md" --served-model-name tinyllama-1.1b-dummy \
+    setsid python3 -m vllm.entrypoints.openai.api_server --model "$md" --served-model-name "${NAME,,}-dummy" \
         --load-format dummy --skip-tokenizer-init --dtype bfloat16 --host 127.0.0.1 --port $port \
         --disable-uvicorn-access-log > "$WORK/serve/vllm_server.log" 2>&1 < /dev/null &
     local spid=$!
@@ -98,7 +106,7 @@ serve_vllm() {
     if wait_health "http://127.0.0.1:$port" $spid 180; then
         timeout -s TERM 240 python3 benchmarks/load_test.py --url "http://127.0.0.1:$port" --prompt-mode ids \
             --label vllm_h200$SUFFIX "${LOAD[@]}" --input-len 512 --output-len 256 --max-seconds-per-level 30 \
-            --warmup 256 --title "vLLM 0.25.1, TinyLlama-1.1B config, dummy bf16 weights: prompts 512 tokens, outputs 256, streaming" \
+            --warmup 256 --title "vLLM 0.25.1, $NAME config, dummy bf16 weights: prompts 512 tokens, outputs 256, streaming" \
             --out "$WORK/serve" > "$WORK/serve/load_test_vllm.log" 2>&1
         echo "[serve_vllm] load test rc=$?"
         if [ -n "${ONE_PROCESS_TOO:-}" ]; then   # the same levels again, every client in one process
@@ -122,7 +130,7 @@ serve_vllm() {
 serve_mini() {      # load_test.py starts `mini-vllm serve` itself (its own process) and stops it at the end
     local t0=$SECONDS
     mkdir -p "$WORK/serve"
-    timeout -s TERM 240 python3 benchmarks/load_test.py --tinyllama --prompt-mode ids --label mini_vllm_h200$SUFFIX \
+    timeout -s TERM 240 python3 benchmarks/load_test.py --shape "$SHAPE" --prompt-mode ids --label mini_vllm_h200$SUFFIX \
         "${LOAD[@]}" --input-len 512 --output-len 256 --max-seconds-per-level 30 --warmup 256 \
         --out "$WORK/serve" -- --dtype bfloat16 --attention-backend triton ${MINI_SERVE_ARGS:-} > "$WORK/serve/load_test_mini.log" 2>&1
     echo "[serve_mini] load test rc=$?"
@@ -214,18 +222,41 @@ offline)
     t0=$SECONDS
     gpu_cleanup
     timeout -s TERM 540 python3 benchmarks/vllm_side_by_side.py --out "$WORK/offline" --budget "${BUDGET:-480}" \
-        --engines "${ENGINES:-vllm,mini_vllm,hf,vllm_seqs256}" ${APPEND:+--append} ${SBS_ARGS:-} > "$OUT/offline.log" 2>&1
+        --engines "${ENGINES:-vllm,mini_vllm,hf,vllm_seqs256}" --shape "$SHAPE" ${APPEND:+--append} ${SBS_ARGS:-} \
+        > "$OUT/offline$SUFFIX.log" 2>&1
     echo "[offline] rc=$? $((SECONDS - t0)) s"
     gpu_cleanup
-    cp "$WORK/offline/vllm_side_by_side_h200.json" "$OUT/" 2>/dev/null
-    (cd "$WORK/offline" && tar czf "$OUT/offline_logs.tgz" _*) 2>/dev/null
-    grep -E "tok/s|ms/token|done in|skipped|error|_over_" "$OUT/offline.log" | cut -c1-160 ;;
+    cp "$WORK/offline/vllm_side_by_side_h200$SUFFIX.json" "$OUT/" 2>/dev/null
+    (cd "$WORK/offline" && tar czf "$OUT/offline_logs$SUFFIX.tgz" _*) 2>/dev/null
+    grep -E "tok/s|ms/token|done in|skipped|error|_over_" "$OUT/offline$SUFFIX.log" | cut -c1-160 ;;
+profile)    # each engine in a process of its own; vLLM's engine core runs inside it (no engine-core process left)
+    t0=$SECONDS
+    for e in ${PROFILE_ENGINES:-vllm mini}; do
+        gpu_cleanup
+        timeout -s KILL "${PROFILE_LIMIT:-270}" python3 benchmarks/gpu_profile_side_by_side.py $e "${PROFILE_N:-256}" "$SHAPE" \
+            > "$WORK/profile_$e$SUFFIX.log" 2>&1
+        echo "[profile] $e rc=$? $((SECONDS - t0)) s"
+    done
+    python3 - "$WORK" "$SUFFIX" "$OUT/profile$SUFFIX.json" <<'EOF'
+import json, sys
+from pathlib import Path
+work, suffix, dest = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]); res = {}
+for e in ("vllm", "mini"):
+    if not (work / f"profile_{e}{suffix}.log").exists(): continue
+    text = (work / f"profile_{e}{suffix}.log").read_text(errors="replace")
+    try: res[e] = json.loads(text[text.rindex('{\n"engine"'):])
+    except ValueError: res[e] = dict(error="no JSON", log_tail=text[-3000:])
+    r = res[e]
+    print(e, {k: r.get(k) for k in ("tok_s_unprofiled", "seconds_profiled", "gpu_busy_fraction", "ms_by_class", "error")})
+dest.write_text(json.dumps(res, indent=1))
+EOF
+    ;;
 serve) serve_both serve > "$OUT/serve.log" 2>&1; cat "$OUT/serve.log" ;;
 serve_vllm) { serve_vllm; serve_summary; } > "$OUT/serve.log" 2>&1; cat "$OUT/serve.log" ;;
 serve_mini) { serve_mini; serve_summary; } > "$OUT/serve.log" 2>&1; cat "$OUT/serve.log" ;;
 rates)      # the same servers under Poisson arrivals (vLLM's benchmark_serving shape), 64 requests per rate
-    LOAD=(--request-rate "${RATES:-4,16,64}" --requests-per-level 64) SUFFIX=_rates
+    LOAD=(--request-rate "${RATES:-4,16,64}" --requests-per-level 64) SUFFIX=${SUFFIX}_rates
     serve_both rates > "$OUT/rates.log" 2>&1; cat "$OUT/rates.log" ;;
-*) echo "unknown stage $s (env receive install offline serve serve_vllm serve_mini rates)" ;;
+*) echo "unknown stage $s (env receive install offline serve serve_vllm serve_mini rates profile)" ;;
 esac; done
 ls -la "$OUT"

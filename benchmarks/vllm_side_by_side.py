@@ -1,7 +1,8 @@
 """Real vLLM beside mini_vllm (and transformers) on one GPU, in one run: the GPU counterpart of cpu_side_by_side.py.
 
-TinyLlama-1.1B's config (`workload.TINYLLAMA_CONFIG`, written to a temporary folder with no tokenizer) with dummy
-bf16 weights, greedy, EOS ignored. Each engine runs in a process of its own, one after another, and the process
+One model shape (`--shape`: TinyLlama-1.1B by default, the Llama-3-8B shape, or Qwen3-0.6B, the model of nano-vllm's
+own benchmark; `workload.SHAPES`, written to a temporary folder with no tokenizer) with dummy bf16 weights, greedy,
+EOS ignored. Each engine runs in a process of its own, one after another, and the process
 group of each is killed when it ends (vLLM's engine-core process outlives the Python that started it):
   vllm          `vllm.LLM` with default settings: skip_tokenizer_init, token-id prompts, load_format="dummy",
                 VLLM_USE_FLASHINFER_SAMPLER=0 (flashinfer is not installed)
@@ -9,7 +10,7 @@ group of each is killed when it ends (vLLM's engine-core process outlives the Py
                 `async_scheduling=True`, 16,384-token budget, 256 sequences, max_model_len 2048) for the workloads,
                 and its `batch1` one (the same with max_num_seqs=8) for batch 1
   hf            transformers continuous batching (paged|sdpa, CUDA graphs; hf_baselines.run_continuous), public
-                workload only
+                workload only, TinyLlama's shape only
   vllm_seqs256  vLLM with max_num_seqs=256, mini_vllm's (vLLM's own default on a GPU of 70 GiB or more is 1024)
   mini_vllm_sync  the mini_vllm engines one step at a time (`async_scheduling=False`: the host reads a step's tokens
                 before it prepares the next) instead of one step ahead (chapter 04k); not in the default --engines
@@ -22,13 +23,16 @@ batch1: a 128-token prompt, 512 decode tokens; ms/token = (time of 513 tokens - 
 is in the prefix cache).
 Each engine also reports batch 1 on its throughput engine (`batch1_thru_engine`).
 
-Engines run in the order given while the time budget (--budget seconds) leaves what each needs (NEED); the rest are
-recorded as skipped. Writes vllm_side_by_side_h200.json into --out after every engine (--append keeps the engines
+The public workload is nano-vllm's benchmark drawn with this book's generator (nano-vllm draws ids below 10,000,
+these are below 32,000). Engines run in the order given while the time budget (--budget seconds) leaves what each needs (NEED); the rest are
+recorded as skipped. Writes vllm_side_by_side_h200.json (vllm_side_by_side_h200_<shape>.json for the other shapes) into --out after every engine (--append keeps the engines
 already there that this run does not repeat), with each engine's log in _<engine>.log beside it. Run from the repo
 root, vLLM installed (benchmarks/vllm_h200.sh install):
   python3 benchmarks/vllm_side_by_side.py --out /tmp/sbs --engines vllm,mini_vllm,hf --budget 480
+  python3 benchmarks/vllm_side_by_side.py --out /tmp/sbs --shape llama3_8b --engines vllm,mini_vllm --budget 480
 A smoke test on a CPU (tiny Llama, small workloads; mini_vllm and transformers only):
   .venv/bin/python benchmarks/vllm_side_by_side.py --smoke --out /tmp/sbs --engines mini_vllm,hf
+  .venv/bin/python benchmarks/vllm_side_by_side.py --smoke --out /tmp/sbs --shape qwen3_0.6b --engines mini_vllm
 """
 import argparse, json, os, platform, shutil, signal, subprocess, sys, tempfile, time, traceback
 from pathlib import Path
@@ -37,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(HERE))
 
-from workload import draw_workload, public_workload, tinyllama_config_dir, workload_stats  # noqa: E402
+from workload import SHAPE_NAMES, SHAPES, draw_workload, public_workload, shape_config_dir, workload_stats  # noqa: E402
 
 NEED = {"vllm": 150, "mini_vllm": 100, "hf": 230, "vllm_seqs256": 120,       # seconds an engine needs, start included
         "mini_vllm_default": 70, "mini_vllm_sync": 100}
@@ -169,6 +173,7 @@ def child_mini_vllm_sync(model_dir, a, res, save):
 def child_hf(model_dir, a, res, save):
     import torch
     import hf_baselines as hb
+    if a.shape != "tinyllama": raise ValueError("hf_baselines builds TinyLlama's shape only")
     cuda = a.device == "cuda"
     t0 = time.perf_counter()
     model = hb.build_model(a.device, tiny=a.smoke, dtype=getattr(torch, a.dtype))
@@ -201,7 +206,7 @@ def run_child(name, model_dir, a, out: Path, timeout: float) -> dict:
                PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     if name.startswith("vllm"): env.update(VLLM_USE_FLASHINFER_SAMPLER="0", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1")
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--model-dir", model_dir, "--child-out",
-           str(dest), "--device", a.device, "--dtype", a.dtype] + (["--smoke"] if a.smoke else [])
+           str(dest), "--device", a.device, "--dtype", a.dtype, "--shape", a.shape] + (["--smoke"] if a.smoke else [])
     t0 = time.perf_counter()
     with open(log_path, "w") as log:              # never a pipe: vLLM's engine process may outlive its parent
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -279,6 +284,7 @@ def main(argv=None):
     p.add_argument("--append", action="store_true", help="keep the engines of an earlier run in --out's JSON")
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     p.add_argument("--dtype", default="bfloat16")
+    p.add_argument("--shape", default="tinyllama", choices=tuple(SHAPES), help="the model's shape (workload.SHAPES)")
     p.add_argument("--smoke", action="store_true", help="tiny Llama and small workloads (a CPU check of the script)")
     p.add_argument("--child"); p.add_argument("--model-dir"); p.add_argument("--child-out")
     a = p.parse_args(argv)
@@ -294,17 +300,19 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # stopped by `timeout`: still kill the running child
     t_start = time.perf_counter()
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
-    path = out / JSON_NAME
+    path = out / (JSON_NAME if a.shape == "tinyllama" else JSON_NAME.replace(".json", f"_{a.shape}.json"))
     res = json.loads(path.read_text()) if a.append and path.exists() else {}
     earlier = res.get("env", {}).get("command")                # an appended run keeps the commands before it
     res["env"] = environment(a)
     if earlier: res["env"]["command"] = f"{earlier}; then {res['env']['command']}"
-    res["model"] = ("tiny Llama (smoke test)" if a.smoke else "TinyLlama-1.1B config") + f", dummy weights, {a.dtype}"
+    res["model"] = (f"small {a.shape} (smoke test)" if a.smoke else f"{SHAPE_NAMES[a.shape]} config") + \
+        f", dummy weights, {a.dtype}"
+    res["shape"] = a.shape
     res["workloads"] = {k: workload_stats(v) for k, v in workloads(a.smoke).items()}
     res["batch1_setup"] = (f"gpu_bench's batch1: 128-token prompt (seed 1), {batch1_setup(a.smoke)[1]} decode tokens, "
                            "timed after the prompt is in the prefix cache")
-    tmp = tempfile.mkdtemp(prefix="tinyllama-")
-    model_dir = str(tinyllama_config_dir(Path(tmp) / "tinyllama", tiny=a.smoke))
+    tmp = tempfile.mkdtemp(prefix=f"{a.shape}-")
+    model_dir = str(shape_config_dir(Path(tmp) / a.shape, a.shape, tiny=a.smoke))
     for name in a.engines.split(","):
         left = a.budget - (time.perf_counter() - t_start)
         need = 0 if a.smoke else NEED[name]

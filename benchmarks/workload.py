@@ -1,4 +1,4 @@
-"""The public benchmark workload and the TinyLlama-1.1B model shape (config only, dummy weights)."""
+"""The public benchmark workload and the model shapes of the GPU side-by-sides (configs only, dummy weights)."""
 import json
 from pathlib import Path
 
@@ -42,14 +42,67 @@ LLAMA3_8B_CONFIG = {**TINYLLAMA_CONFIG, "hidden_size": 4096, "intermediate_size"
                     "eos_token_id": 128001}
 
 
+# Qwen/Qwen3-0.6B's config.json, the model of nano-vllm's and mini-sglang's own benchmark (256 sequences, prompt and
+# output lengths uniform in 100-1024: the public workload below). Its head_dim (128) is not hidden / heads (64).
+QWEN3_0_6B_CONFIG = {
+    "architectures": ["Qwen3ForCausalLM"],
+    "model_type": "qwen3",
+    "hidden_size": 1024,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "vocab_size": 151936,
+    "max_position_embeddings": 40960,
+    "max_window_layers": 28,
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000,
+    "rope_scaling": None,
+    "sliding_window": None,
+    "use_sliding_window": False,
+    "hidden_act": "silu",
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "initializer_range": 0.02,
+    "tie_word_embeddings": True,
+    "bos_token_id": 151643,
+    "eos_token_id": 151645,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+}
+
+# The model shapes the GPU side-by-sides take (`--shape`), each with a small variant of the same architecture for a
+# smoke test on a CPU (vocabularies kept, so workload ids stay valid).
+SHAPES = {"tinyllama": TINYLLAMA_CONFIG, "llama3_8b": LLAMA3_8B_CONFIG, "qwen3_0.6b": QWEN3_0_6B_CONFIG}
+SHAPE_NAMES = {"tinyllama": "TinyLlama-1.1B", "llama3_8b": "Llama-3-8B", "qwen3_0.6b": "Qwen3-0.6B"}
+SMALL = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
+
+
+def shape_config(shape, tiny=False):
+    """The config of a shape in SHAPES (its small variant with `tiny`)."""
+    if shape not in SHAPES: raise ValueError(f"shape must be one of {', '.join(SHAPES)}, got {shape!r}")
+    c = dict(SHAPES[shape])
+    if tiny: c.update(SMALL, **({"head_dim": 32} if "head_dim" in c else {}))
+    return c
+
+
 def tinyllama_config_dir(path, tiny=False, config=None):
     """Write config.json and generation_config.json for TinyLlama-1.1B (or the tiny variant, or `config`) into `path`."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     config = config or (TINY_CONFIG if tiny else TINYLLAMA_CONFIG)
+    gen = GENERATION_CONFIG if config["model_type"] == "llama" and config["vocab_size"] == 32000 else {
+        "bos_token_id": config["bos_token_id"], "eos_token_id": config["eos_token_id"],
+        "max_length": config["max_position_embeddings"]}                   # Llama-3's and Qwen3's own ids
     (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-    (path / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG, indent=2) + "\n")
+    (path / "generation_config.json").write_text(json.dumps(gen, indent=2) + "\n")
     return path
+
+
+def shape_config_dir(path, shape="tinyllama", tiny=False):
+    """`tinyllama_config_dir` for a shape in SHAPES."""
+    return tinyllama_config_dir(path, config=shape_config(shape, tiny))
 
 
 def draw_workload(n, prompt, output, seed=0, vocab=32000):
