@@ -14,7 +14,7 @@ DATA = Path(__file__).parent / "data"
 
 def main(conversations: int = 16, turns: int = 4, systems: int = 4, seed: int = 0):
     rng = random.Random(seed)
-    text = (DATA / "calibration_text.txt").read_text()
+    text = (Path(__file__).parents[1] / "mini_vllm" / "data" / "calibration_text.txt").read_text()
     paragraphs = [p.strip() for p in text.split("\n\n") if len(p.strip()) > 200]
     system_prompts, para = [], iter(paragraphs)
     while len(system_prompts) < systems:               # ~1,200 characters of whole paragraphs

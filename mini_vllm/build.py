@@ -90,7 +90,9 @@ class EngineConfig:
     enforce_eager: bool = _arg(False, "no CUDA graphs")
     async_scheduling: bool | None = _arg(None, "launch each step before the tokens of the "
                                                "last are read (default: on one GPU)")
-    quantization: str | None = _arg(None, "int8 or int4: weight-only quantization (chapter 05)")
+    quantization: str | None = _arg(None, "int8, int4 (GPTQ-calibrated once if the weights "
+                                          "are real) or int4-rtn: weight-only quantization "
+                                          "(chapter 05)")
     speculative_config: dict | None = _arg(None, "speculative decoding (chapter 10): vLLM's "
                                                  "fields, e.g. {\"method\": \"ngram\", "
                                                  "\"num_speculative_tokens\": 4}")
@@ -229,6 +231,10 @@ def load_engine_model(c: EngineConfig):
     model, dtype, device, load_format = c.model, c.dtype, c.device, c.load_format
     attention_backend, quantization = c.attention_backend, c.quantization
     saved, real = _saved_quantization(model, quantization), load_format != "dummy"
+    if quantization == "int4" and saved is None and real:
+        from mini_vllm.quant.gptq import calibrated_checkpoint   # GPTQ's integers, chosen
+        model = calibrated_checkpoint(model, device)             # once and kept (05c)
+        saved = _saved_quantization(model, quantization)
     if saved is not None:                            # built as saved, then its tensors copied in
         quantization, load_format = saved.pop("quantization"), "dummy"
     if quantization is not None:

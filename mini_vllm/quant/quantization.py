@@ -147,7 +147,7 @@ class QuantLinear(nn.Module):
                 f"group_size={self.group_size}")
 
 # %% ../../nbs/05a_quantization.ipynb #1da840af
-QUANTIZATIONS = {"int8": 8, "int4": 4}
+QUANTIZATIONS = {"int8": 8, "int4": 4, "int4-rtn": 4}   # int4-rtn: always rounded to nearest (05c)
 
 
 def _targets(model: nn.Module, lm_head: bool) -> list[tuple[nn.Module, str, nn.Linear]]:
@@ -181,7 +181,7 @@ def resolve_group_size(group_size: int | None, widths: set[int]) -> int:
 
 # %% ../../nbs/05a_quantization.ipynb #1a0f9a6b
 def check_quantization(quantization) -> int:
-    """The bits of a quantization this chapter knows (`int8`, `int4`); anything
+    """The bits of a quantization this chapter knows (`int8`, `int4`, `int4-rtn`); anything
     else is a ParamError naming it."""
     if quantization not in QUANTIZATIONS:
         raise ParamError("quantization", f"quantization must be one of {list(QUANTIZATIONS)} or "
@@ -262,7 +262,7 @@ def saved_quantization(folder, quantization=None) -> dict | None:
                                   f"{q.get('quant_method')!r}): only checkpoints written by "
                                   "save_quantized load here")
     saved = {8: "int8", 4: "int4"}[q["bits"]]
-    if quantization not in (None, saved):
+    if quantization is not None and QUANTIZATIONS.get(quantization) != q["bits"]:
         raise ParamError("quantization", f"{folder} holds {saved} weights; "
                                          f"quantization={quantization!r} asks for others (leave it "
                                          "out, or load an unquantized checkpoint)")
