@@ -244,7 +244,7 @@ work, suffix, dest = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]); res = {}
 for e in ("vllm", "mini"):
     if not (work / f"profile_{e}{suffix}.log").exists(): continue
     text = (work / f"profile_{e}{suffix}.log").read_text(errors="replace")
-    try: res[e] = json.loads(text[text.rindex('{\n"engine"'):])
+    try: res[e] = json.JSONDecoder().raw_decode(text[text.rindex('{\n"engine"'):])[0]   # log lines may follow
     except ValueError: res[e] = dict(error="no JSON", log_tail=text[-3000:])
     r = res[e]
     print(e, {k: r.get(k) for k in ("tok_s_unprofiled", "seconds_profiled", "gpu_busy_fraction", "ms_by_class", "error")})

@@ -153,7 +153,7 @@ def child_mini_vllm(model_dir, a, res, save, defaults=False, one_ahead=True):
     res["batch1_thru_engine"] = measure_batch1(ask, greedy, prompt, decode, sync)
     save()
     if defaults: return
-    del llm, ask; gc.collect()
+    del llm, ask, eng; gc.collect()                             # eng holds the engine too
     if cuda: torch.cuda.empty_cache()
     llm = LLM(model_dir, **{**base, "max_num_seqs": 8})          # gpu_bench's batch1 engine
     ask = lambda prompts, params: llm.generate(prompts, params, use_tqdm=False)
