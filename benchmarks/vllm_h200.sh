@@ -17,7 +17,8 @@
 #   rates       serve_vllm then serve_mini with Poisson arrivals at request rates $RATES (default 4,16,64 per second,
 #               64 requests each) instead of the closed-loop ramp: load_test_{vllm,mini_vllm}_h200_rates.json    (~5 min)
 #   profile     benchmarks/gpu_profile_side_by_side.py, vLLM then mini_vllm, on $PROFILE_N requests (default 256) of
-#               the public workload: GPU busy fraction and kernel time by class, profile_<shape>.json       (~4 min)
+#               the public workload: GPU busy fraction and kernel time by class, profile.json (profile_<shape>.json
+#               for another shape)                                                                          (~4 min)
 #               (PROFILE_ENGINES="mini" for one of them, PROFILE_LIMIT seconds each, default 270)
 # Run from the repo root. Everything for the caller goes under $OUT (default ./vllm_h200_out), at most 8 files per
 # call: env.txt, receive.txt, install.log, offline.log, vllm_side_by_side_h200.json, offline_logs.tgz, serve.log,
@@ -25,7 +26,7 @@
 # through a pipe (its engine-core process outlives its parent and would hold the pipe open): it goes to files, and
 # after every vLLM run its process group, then any process left on the GPU, is killed by id.
 # Environment: CONC (the ramp's concurrencies, default 1,16,64,256), ENGINES (offline's engines, default
-# vllm,mini_vllm,hf,vllm_seqs256; mini_vllm_sync is mini_vllm one step at a time), BUDGET (offline's seconds, default
+# vllm,mini_vllm,hf,vllm_seqs256, without hf for another shape; mini_vllm_sync is mini_vllm one step at a time), BUDGET (offline's seconds, default
 # 480), APPEND=1 (offline keeps the engines of an earlier offline in its JSON), SBS_ARGS (more arguments for
 # vllm_side_by_side.py: `--smoke --device cpu` checks the stage on a CPU), MINI_SERVE_ARGS (more arguments for
 # `mini-vllm serve`, e.g. --no-async-scheduling: one step at a time), MINI_VLLM_COMMIT, REQS (requests per level of
@@ -222,7 +223,7 @@ offline)
     t0=$SECONDS
     gpu_cleanup
     timeout -s TERM 540 python3 benchmarks/vllm_side_by_side.py --out "$WORK/offline" --budget "${BUDGET:-480}" \
-        --engines "${ENGINES:-vllm,mini_vllm,hf,vllm_seqs256}" --shape "$SHAPE" ${APPEND:+--append} ${SBS_ARGS:-} \
+        ${ENGINES:+--engines "$ENGINES"} --shape "$SHAPE" ${APPEND:+--append} ${SBS_ARGS:-} \
         > "$OUT/offline$SUFFIX.log" 2>&1
     echo "[offline] rc=$? $((SECONDS - t0)) s"
     gpu_cleanup
@@ -251,12 +252,12 @@ for e in ("vllm", "mini"):
 dest.write_text(json.dumps(res, indent=1))
 EOF
     ;;
-serve) serve_both serve > "$OUT/serve.log" 2>&1; cat "$OUT/serve.log" ;;
-serve_vllm) { serve_vllm; serve_summary; } > "$OUT/serve.log" 2>&1; cat "$OUT/serve.log" ;;
-serve_mini) { serve_mini; serve_summary; } > "$OUT/serve.log" 2>&1; cat "$OUT/serve.log" ;;
+serve) serve_both serve > "$OUT/serve$SUFFIX.log" 2>&1; cat "$OUT/serve$SUFFIX.log" ;;
+serve_vllm) { serve_vllm; serve_summary; } > "$OUT/serve$SUFFIX.log" 2>&1; cat "$OUT/serve$SUFFIX.log" ;;
+serve_mini) { serve_mini; serve_summary; } > "$OUT/serve$SUFFIX.log" 2>&1; cat "$OUT/serve$SUFFIX.log" ;;
 rates)      # the same servers under Poisson arrivals (vLLM's benchmark_serving shape), 64 requests per rate
     LOAD=(--request-rate "${RATES:-4,16,64}" --requests-per-level 64) SUFFIX=${SUFFIX}_rates
-    serve_both rates > "$OUT/rates.log" 2>&1; cat "$OUT/rates.log" ;;
+    serve_both rates > "$OUT/rates$SUFFIX.log" 2>&1; cat "$OUT/rates$SUFFIX.log" ;;
 *) echo "unknown stage $s (env receive install offline serve serve_vllm serve_mini rates profile)" ;;
 esac; done
 ls -la "$OUT"

@@ -23,11 +23,12 @@ batch1: a 128-token prompt, 512 decode tokens; ms/token = (time of 513 tokens - 
 is in the prefix cache).
 Each engine also reports batch 1 on its throughput engine (`batch1_thru_engine`).
 
-The public workload is nano-vllm's benchmark drawn with this book's generator (nano-vllm draws ids below 10,000,
-these are below 32,000). Engines run in the order given while the time budget (--budget seconds) leaves what each needs (NEED); the rest are
-recorded as skipped. Writes vllm_side_by_side_h200.json (vllm_side_by_side_h200_<shape>.json for the other shapes) into --out after every engine (--append keeps the engines
-already there that this run does not repeat), with each engine's log in _<engine>.log beside it. Run from the repo
-root, vLLM installed (benchmarks/vllm_h200.sh install):
+The public workload is nano-vllm's benchmark drawn with this book's generator (nano-vllm draws ids below 10,000, these
+are below 32,000). Engines run in the order given while the time budget (--budget seconds) leaves what each needs
+(NEED); the rest are recorded as skipped. Writes vllm_side_by_side_h200.json (vllm_side_by_side_h200_<shape>.json for
+the other shapes) into --out after every engine (--append keeps the engines already there that this run does not
+repeat), with each engine's log in _<engine>.log beside it. Run from the repo root, vLLM installed
+(benchmarks/vllm_h200.sh install):
   python3 benchmarks/vllm_side_by_side.py --out /tmp/sbs --engines vllm,mini_vllm,hf --budget 480
   python3 benchmarks/vllm_side_by_side.py --out /tmp/sbs --shape llama3_8b --engines vllm,mini_vllm --budget 480
 A smoke test on a CPU (tiny Llama, small workloads; mini_vllm and transformers only):
@@ -279,7 +280,8 @@ def ratios(res) -> dict:
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=".")
-    p.add_argument("--engines", default="vllm,mini_vllm,hf,vllm_seqs256", help=f"in order, from {','.join(CHILDREN)}")
+    p.add_argument("--engines", default=None, help=f"in order, from {','.join(CHILDREN)} (default: vllm,mini_vllm,"
+                   "hf,vllm_seqs256; hf for TinyLlama's shape only)")
     p.add_argument("--budget", type=float, default=480, help="seconds for the whole run; engines that no longer fit are skipped")
     p.add_argument("--append", action="store_true", help="keep the engines of an earlier run in --out's JSON")
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
@@ -288,6 +290,8 @@ def main(argv=None):
     p.add_argument("--smoke", action="store_true", help="tiny Llama and small workloads (a CPU check of the script)")
     p.add_argument("--child"); p.add_argument("--model-dir"); p.add_argument("--child-out")
     a = p.parse_args(argv)
+    a.engines = a.engines or ("vllm,mini_vllm,hf,vllm_seqs256" if a.shape == "tinyllama"
+                              else "vllm,mini_vllm,vllm_seqs256")
     if a.child:                                   # inside one engine's process
         res, dest = {}, Path(a.child_out)
         save = lambda: dest.write_text(json.dumps(res, indent=1, default=str))

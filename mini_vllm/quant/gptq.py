@@ -199,6 +199,7 @@ def calibration_text() -> str:
 
 # %% ../../nbs/05c_gptq.ipynb #1758f898
 import hashlib, json, os, shutil, sys, time
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from ..loading import cache_dir, load_tokenizer, resolve_model_path
@@ -210,8 +211,11 @@ CALIBRATION_TOKENS = 1024
 
 
 def _fingerprint(path: Path) -> str:
-    "A hash of what the calibrated integers depend on: the checkpoint's files, the text, settings."
-    h = hashlib.sha256(json.dumps([DEFAULT_GPTQ, CALIBRATION_TOKENS]).encode())
+    """A hash of what a calibration is made from: the checkpoint's files, the text, the settings,
+    and the versions of mini_vllm and torch that compute it."""
+    try: made_by = [version("mini_vllm"), torch.__version__]
+    except PackageNotFoundError: made_by = ["not installed", torch.__version__]
+    h = hashlib.sha256(json.dumps([DEFAULT_GPTQ, CALIBRATION_TOKENS, made_by]).encode())
     h.update(calibration_text().encode())
     for f in sorted(p for p in path.iterdir() if p.is_file()):
         h.update(f"{f.name} {f.stat().st_size} {f.stat().st_mtime_ns}".encode())
@@ -233,14 +237,18 @@ def calibrated_checkpoint(model=None, device="cpu") -> Path:
     print(f"calibrating {path.name}'s int4 weights with GPTQ into {dest} (once)", file=sys.stderr)
     t0 = time.perf_counter()
     m = load_model(path, dtype="float32", device=device)
+    widths = {lin.in_features for _, _, lin in _targets(m, lm_head=False)}
     G = DEFAULT_GPTQ["group_size"]
-    if any(lin.in_features % G for _, _, lin in _targets(m, lm_head=False)): G = None   # default
+    if any(w % G for w in widths): G = resolve_group_size(None, widths)      # the largest that fits
     gptq_quantize_model(m, torch.tensor(ids, device=device), **{**DEFAULT_GPTQ, "group_size": G})
     took = dict(tokens=len(ids), seconds=round(time.perf_counter() - t0, 1), device=str(device),
                 threads=torch.get_num_threads())
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}")               # whole, or not at all
-    save_quantized(m, tmp, source=path)
-    (tmp / "calibration.json").write_text(json.dumps({**DEFAULT_GPTQ, "group_size": G, **took}))
-    try: tmp.rename(dest)
-    except OSError: shutil.rmtree(tmp, ignore_errors=True)            # another process was first
+    try:
+        save_quantized(m, tmp, source=path)
+        (tmp / "calibration.json").write_text(json.dumps({**DEFAULT_GPTQ, "group_size": G, **took}))
+        tmp.rename(dest)
+    except OSError:
+        if not (dest / "config.json").exists(): raise        # else another process was first
+    finally: shutil.rmtree(tmp, ignore_errors=True)
     return dest
