@@ -92,9 +92,8 @@ def tinyllama_config_dir(path, tiny=False, config=None):
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     config = config or (TINY_CONFIG if tiny else TINYLLAMA_CONFIG)
-    gen = GENERATION_CONFIG if config["model_type"] == "llama" and config["vocab_size"] == 32000 else {
-        "bos_token_id": config["bos_token_id"], "eos_token_id": config["eos_token_id"],
-        "max_length": config["max_position_embeddings"]}                   # Llama-3's and Qwen3's own ids
+    gen = {**GENERATION_CONFIG, "bos_token_id": config["bos_token_id"], "eos_token_id": config["eos_token_id"],
+           "max_length": config["max_position_embeddings"]}                # each shape's own ids (TinyLlama's: as is)
     (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     (path / "generation_config.json").write_text(json.dumps(gen, indent=2) + "\n")
     return path
