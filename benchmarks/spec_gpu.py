@@ -1,13 +1,15 @@
 """Speculative decoding (chapter 10) on a GPU, in one run, through CUDA graphs (the GPU default):
 
   correct  a tiny random Llama in fp32: greedy with prompt lookup, a noisy draft model and the target
-           as its own draft, equal to transformers token for token; how many steps with drafts
-           replayed a graph; a seeded sampled request repeats
-  cost     TinyLlama-1.1B's shape (random weights, bf16): one request's forward over 1, 2, 3, 5, 9
-           and 17 tokens after a 300-token context, graphs replayed: what checking k drafts costs
+           as its own draft, equal to transformers token for token; the most rows a decode graph
+           replayed for a step with drafts; a seeded sampled request repeats
+  cost     TinyLlama-1.1B's shape (random weights, bf16) and SmolLM2-135M's: one request's forward
+           over 1, 2, 3, 5, 9, 17 and 33 tokens after a 300-token context, laid out as the runner
+           lays out drafts (a decode row each), graphs replayed: what checking k drafts costs
   smol     SmolLM2-135M-Instruct (the book's default model, from --gguf), bf16: the grounded and
            plain workloads of spec_decode_bench.py one request at a time, greedy: ms per output
-           token without drafts and with prompt lookup, acceptance, text equal to the run without
+           token without drafts (a step ahead, and one step at a time) and with prompt lookup,
+           acceptance, text equal to the run without; then where a speculating step's time goes
 
 Writes spec_gpu.json into --out. Run from the repo root on a machine with a GPU:
   python3 benchmarks/spec_gpu.py --out /tmp/spec [--gguf SmolLM2-135M-Instruct.Q4_1.gguf]
@@ -22,10 +24,19 @@ sys.path.insert(0, str(HERE.parent)); sys.path.insert(0, str(HERE))
 
 from mini_vllm import LLM, SamplingParams  # noqa: E402
 from mini_vllm.paged_attention import AttentionMetadata  # noqa: E402
-from workload import tinyllama_config_dir  # noqa: E402
+from workload import shape_config_dir, tinyllama_config_dir  # noqa: E402
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"       # the CPU only to try the script out
 sync = torch.cuda.synchronize if DEV == "cuda" else (lambda: None)
+
+
+def count_rows(runner) -> list[int]:
+    "The row counts of the decode graphs `runner` replays, as a list that fills as it runs."
+    rows = []
+    if runner.graphs is not None:
+        hold = runner.graphs._hold
+        runner.graphs._hold = lambda n: rows.append(n) or hold(n)
+    return rows
 
 
 def sec_correct(tmp: Path) -> dict:
@@ -53,11 +64,12 @@ def sec_correct(tmp: Path) -> dict:
                                                               max_model_len=110)}.items():
             llm = LLM(str(target), dtype="float32", kv_cache_memory_bytes=2**24,
                       speculative_config=dict(spec, disable_by_batch_size=None), **kw)
+            rows = count_rows(llm.llm_engine.core.runner)
             got = [o.outputs[0].token_ids for o in llm.generate(prompts, params, use_tqdm=False)]
             r, s = llm.llm_engine.core.runner, llm.stats()
             res[f"{name}, {setting}"] = dict(
                 equal=got == want, prompts_equal=sum(g == w for g, w in zip(got, want)),
-                graphs=r.graphs is not None, mixed_replays=r.graphs and r.graphs.mixed_replays,
+                graphs=r.graphs is not None, most_rows=max(rows, default=0),
                 drafts=s["spec_decode_num_draft_tokens"], acceptance=s["spec_decode_acceptance_rate"],
                 preemptions=s["num_preemptions"], blocks_back=s["kv_blocks_free"] == s["kv_blocks_total"])
             print(name, setting, res[f"{name}, {setting}"], flush=True)
@@ -71,23 +83,24 @@ def sec_correct(tmp: Path) -> dict:
 
 
 def sec_cost(tmp: Path) -> dict:
-    "TinyLlama's shape, one request after 300 tokens: ms per forward over n tokens, graphs replayed."
-    cfg = tinyllama_config_dir(tmp / "tinyllama")
-    spec = dict(method="ngram", num_speculative_tokens=16)
+    """One request after 300 tokens, TinyLlama's and SmolLM2's shapes: ms per forward over n tokens
+    laid out as decode rows (as `SpecRunner.flatten` does with graphs), graphs replayed."""
     res = {}
-    for label, kw in {"graphs": {}, "eager": dict(enforce_eager=True)}.items():
+    for shape in ("tinyllama", "smollm2_135m"):
+        cfg = shape_config_dir(tmp / shape, shape) if shape != "tinyllama" else \
+            tinyllama_config_dir(tmp / shape)
         llm = LLM(str(cfg), dtype="bfloat16", load_format="dummy", max_model_len=2048,
-                  speculative_config=spec, **kw)
+                  speculative_config=dict(method="ngram", num_speculative_tokens=32))
         core = llm.llm_engine.core
         core.add_request("r", list(range(1000, 1300)), SamplingParams(temperature=0, max_tokens=64))
         core.step()
-        req = core.scheduler.running[0]
-        core.kv.allocate_slots(req, 17)
-        res[label] = {}
+        req, res[shape] = core.scheduler.running[0], {}
+        core.kv.allocate_slots(req, 33)
+        c, table = req.num_computed_tokens, core.kv.block_table("r")
         with torch.inference_mode():
-            for n in (1, 2, 3, 5, 9, 17):
-                meta = AttentionMetadata.build([n], [req.num_computed_tokens + n],
-                                               [core.kv.block_table("r")], core.kv.block_size, DEV)
+            for n in (1, 2, 3, 5, 9, 17, 33):
+                meta = AttentionMetadata.build([1] * n, list(range(c + 1, c + n + 1)), [table] * n,
+                                               core.kv.block_size, DEV)
                 ids = torch.arange(n, device=DEV) + 5
                 rows = torch.arange(n, device=DEV)
                 for _ in range(3): core.runner.logits(ids, meta, rows)
@@ -95,12 +108,45 @@ def sec_cost(tmp: Path) -> dict:
                 t = time.perf_counter()
                 for _ in range(50): core.runner.logits(ids, meta, rows)
                 sync()
-                res[label][n] = (time.perf_counter() - t) / 50 * 1000
-        print("cost", label, {n: round(ms, 3) for n, ms in res[label].items()}, flush=True)
+                res[shape][n] = (time.perf_counter() - t) / 50 * 1000
+        print("cost", shape, {n: round(ms, 3) for n, ms in res[shape].items()}, flush=True)
         core.finish([("r", "abort", None)])
         del llm, core
         if DEV == "cuda": torch.cuda.empty_cache()
     return res
+
+
+def step_times(llm, prompts, max_tokens: int) -> dict:
+    """Where a speculating engine's steps go, the prompts run again one at a time: ms per step in
+    scheduling, proposing, laying out, the forward (to the GPU's end), verifying, the rest."""
+    from collections import Counter
+    core, acc = llm.llm_engine.core, Counter()
+    r = core.runner
+    def timed(obj, name, synced=False):
+        f = getattr(obj, name)
+        def g(*a, **kw):
+            t = time.perf_counter()
+            v = f(*a, **kw)
+            if synced: sync()
+            acc[name] += time.perf_counter() - t
+            return v
+        setattr(obj, name, g)
+    for obj, name in ((core, "step"), (core.scheduler, "schedule"), (r.proposer, "propose"),
+                      (r, "flatten"), (r, "verify"), (core.scheduler, "update")):
+        timed(obj, name)
+    timed(r, "logits", synced=True)
+    steps = count_rows(r.graphs) if r.graphs is not None else []
+    calls = Counter()
+    step = core.step
+    core.step = lambda: calls.update(["step"]) or step()
+    p = SamplingParams(temperature=0, max_tokens=max_tokens)
+    for ids in prompts:
+        llm.reset_prefix_cache()
+        llm.generate([ids], p, use_tqdm=False)
+    n = calls["step"]
+    out = {k: v / n * 1000 for k, v in acc.items()}
+    out["rest"] = out["step"] - sum(v for k, v in out.items() if k != "step")
+    return dict(steps=n, ms_per_step=out, rows_replayed=sum(steps))
 
 
 def sec_smol(gguf: Path, tmp: Path, ks: list[int], max_tokens: int) -> dict:
@@ -111,9 +157,8 @@ def sec_smol(gguf: Path, tmp: Path, ks: list[int], max_tokens: int) -> dict:
     res = dict(convert_seconds=time.perf_counter() - t, dtype="bfloat16", max_tokens=max_tokens)
     ngram = lambda k: dict(method="ngram", num_speculative_tokens=k, prompt_lookup_min=2,
                            prompt_lookup_max=4)
-    configs = {"none": (None, {}), **{f"ngram k={k}": (ngram(k), {}) for k in ks},
-               "none, eager": (None, dict(enforce_eager=True)),
-               f"ngram k={ks[0]}, eager": (ngram(ks[0]), dict(enforce_eager=True))}
+    configs = {"none": (None, {}), "none, one step": (None, dict(async_scheduling=False)),
+               **{f"ngram k={k}": (ngram(k), {}) for k in ks}}
     engines = {name: LLM(str(folder), dtype="bfloat16", speculative_config=spec,
                          kv_cache_memory_bytes=2**30, **kw)
                for name, (spec, kw) in configs.items()}
@@ -139,6 +184,12 @@ def sec_smol(gguf: Path, tmp: Path, ks: list[int], max_tokens: int) -> dict:
                   f"same {r['same_prompts']}/{len(prompts)}", flush=True)
         for r in rows.values(): r.pop("texts")
         res[w] = rows
+    prompts = load_prompts(tok, "spec_grounded.jsonl")
+    for k in ks:
+        res.setdefault("steps", {})[f"ngram k={k}"] = t = step_times(
+            engines[f"ngram k={k}"], prompts, max_tokens)
+        print("steps", k, t["steps"], {n: round(v, 3) for n, v in t["ms_per_step"].items()},
+              flush=True)
     return res
 
 

@@ -72,10 +72,18 @@ QWEN3_0_6B_CONFIG = {
     "use_cache": True,
 }
 
+# HuggingFaceTB/SmolLM2-135M-Instruct's shape, the book's default model (its weights come from a GGUF file instead).
+SMOLLM2_135M_CONFIG = {**TINYLLAMA_CONFIG, "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
+                       "num_attention_heads": 9, "num_key_value_heads": 3, "vocab_size": 49152,
+                       "max_position_embeddings": 8192, "rope_theta": 100000.0, "rms_norm_eps": 1e-5,
+                       "tie_word_embeddings": True}
+
 # The model shapes the GPU side-by-sides take (`--shape`), each with a small variant of the same architecture for a
 # smoke test on a CPU (vocabularies kept, so workload ids stay valid).
-SHAPES = {"tinyllama": TINYLLAMA_CONFIG, "llama3_8b": LLAMA3_8B_CONFIG, "qwen3_0.6b": QWEN3_0_6B_CONFIG}
-SHAPE_NAMES = {"tinyllama": "TinyLlama-1.1B", "llama3_8b": "Llama-3-8B", "qwen3_0.6b": "Qwen3-0.6B"}
+SHAPES = {"tinyllama": TINYLLAMA_CONFIG, "llama3_8b": LLAMA3_8B_CONFIG, "qwen3_0.6b": QWEN3_0_6B_CONFIG,
+          "smollm2_135m": SMOLLM2_135M_CONFIG}
+SHAPE_NAMES = {"tinyllama": "TinyLlama-1.1B", "llama3_8b": "Llama-3-8B", "qwen3_0.6b": "Qwen3-0.6B",
+               "smollm2_135m": "SmolLM2-135M"}
 SMALL = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
 
 
