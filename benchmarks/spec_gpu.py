@@ -5,16 +5,18 @@
            replayed for a step with drafts; a seeded sampled request repeats
   cost     TinyLlama-1.1B's shape (random weights, bf16) and SmolLM2-135M's: one request's forward
            over 1, 2, 3, 5, 9, 17 and 33 tokens after a 300-token context, laid out as the runner
-           lays out drafts (a decode row each), graphs replayed: what checking k drafts costs
+           lays out drafts (a decode row each), graphs replayed: what checking k drafts costs; with
+           04i's fused kernels up to 2 rows (the default) and up to 8
   smol     SmolLM2-135M-Instruct (the book's default model, from --gguf), bf16: the grounded and
            plain workloads of spec_decode_bench.py one request at a time, greedy: ms per output
-           token without drafts (a step ahead, and one step at a time) and with prompt lookup,
-           acceptance, text equal to the run without; then where a speculating step's time goes
+           token without drafts (a step ahead, and one step at a time) and with prompt lookup (also
+           with the fused kernels up to 8 rows, k = 4 and 7), acceptance, text equal to the run
+           without; then where a speculating step's time goes
 
 Writes spec_gpu.json into --out. Run from the repo root on a machine with a GPU:
   python3 benchmarks/spec_gpu.py --out /tmp/spec [--gguf SmolLM2-135M-Instruct.Q4_1.gguf]
 """
-import argparse, json, os, random, sys, tempfile, time
+import argparse, contextlib, json, os, random, sys, tempfile, time
 from pathlib import Path
 
 import torch
@@ -28,6 +30,16 @@ from workload import shape_config_dir, tinyllama_config_dir  # noqa: E402
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"       # the CPU only to try the script out
 sync = torch.cuda.synchronize if DEV == "cuda" else (lambda: None)
+
+
+@contextlib.contextmanager
+def gemv_max_m(m: int):
+    """Steps of up to m tokens through 04i's fused kernels (GEMV_MAX_M, 2 by default) for the engines
+    built inside: their graphs are captured then, and a request alone never leaves them."""
+    from mini_vllm.fast import small_batch
+    old, small_batch.GEMV_MAX_M = small_batch.GEMV_MAX_M, m
+    try: yield
+    finally: small_batch.GEMV_MAX_M = old
 
 
 def count_rows(runner) -> list[int]:
@@ -86,15 +98,17 @@ def sec_cost(tmp: Path) -> dict:
     """One request after 300 tokens, TinyLlama's and SmolLM2's shapes: ms per forward over n tokens
     laid out as decode rows (as `SpecRunner.flatten` does with graphs), graphs replayed."""
     res = {}
-    for shape in ("tinyllama", "smollm2_135m"):
+    for shape, max_m in (("tinyllama", 2), ("tinyllama", 8), ("smollm2_135m", 2),
+                         ("smollm2_135m", 8)):
         cfg = shape_config_dir(tmp / shape, shape) if shape != "tinyllama" else \
             tinyllama_config_dir(tmp / shape)
-        llm = LLM(str(cfg), dtype="bfloat16", load_format="dummy", max_model_len=2048,
-                  speculative_config=dict(method="ngram", num_speculative_tokens=32))
-        core = llm.llm_engine.core
+        with gemv_max_m(max_m):
+            llm = LLM(str(cfg), dtype="bfloat16", load_format="dummy", max_model_len=2048,
+                      speculative_config=dict(method="ngram", num_speculative_tokens=32))
+        core, key = llm.llm_engine.core, f"{shape}, fused to {max_m} rows"
         core.add_request("r", list(range(1000, 1300)), SamplingParams(temperature=0, max_tokens=64))
         core.step()
-        req, res[shape] = core.scheduler.running[0], {}
+        req, res[key] = core.scheduler.running[0], {}
         core.kv.allocate_slots(req, 33)
         c, table = req.num_computed_tokens, core.kv.block_table("r")
         with torch.inference_mode():
@@ -108,8 +122,8 @@ def sec_cost(tmp: Path) -> dict:
                 t = time.perf_counter()
                 for _ in range(50): core.runner.logits(ids, meta, rows)
                 sync()
-                res[shape][n] = (time.perf_counter() - t) / 50 * 1000
-        print("cost", shape, {n: round(ms, 3) for n, ms in res[shape].items()}, flush=True)
+                res[key][n] = (time.perf_counter() - t) / 50 * 1000
+        print("cost", key, {n: round(ms, 3) for n, ms in res[key].items()}, flush=True)
         core.finish([("r", "abort", None)])
         del llm, core
         if DEV == "cuda": torch.cuda.empty_cache()
@@ -157,11 +171,14 @@ def sec_smol(gguf: Path, tmp: Path, ks: list[int], max_tokens: int) -> dict:
     res = dict(convert_seconds=time.perf_counter() - t, dtype="bfloat16", max_tokens=max_tokens)
     ngram = lambda k: dict(method="ngram", num_speculative_tokens=k, prompt_lookup_min=2,
                            prompt_lookup_max=4)
-    configs = {"none": (None, {}), "none, one step": (None, dict(async_scheduling=False)),
-               **{f"ngram k={k}": (ngram(k), {}) for k in ks}}
-    engines = {name: LLM(str(folder), dtype="bfloat16", speculative_config=spec,
-                         kv_cache_memory_bytes=2**30, **kw)
-               for name, (spec, kw) in configs.items()}
+    configs = {"none": (None, 2, {}), "none, one step": (None, 2, dict(async_scheduling=False)),
+               **{f"ngram k={k}": (ngram(k), 2, {}) for k in ks},
+               **{f"ngram k={k}, fused to 8 rows": (ngram(k), 8, {}) for k in (4, 7)}}
+    engines = {}
+    for name, (spec, max_m, kw) in configs.items():
+        with gemv_max_m(max_m):
+            engines[name] = LLM(str(folder), dtype="bfloat16", speculative_config=spec,
+                                kv_cache_memory_bytes=2**30, **kw)
     tok = engines["none"].get_tokenizer()
     warm = [load_prompts(tok, f"spec_{w}.jsonl")[0] for w in ("grounded", "plain")]
     for llm in engines.values():               # every kernel compiled before the timed prompts
@@ -185,10 +202,10 @@ def sec_smol(gguf: Path, tmp: Path, ks: list[int], max_tokens: int) -> dict:
         for r in rows.values(): r.pop("texts")
         res[w] = rows
     prompts = load_prompts(tok, "spec_grounded.jsonl")
-    for k in ks:
-        res.setdefault("steps", {})[f"ngram k={k}"] = t = step_times(
-            engines[f"ngram k={k}"], prompts, max_tokens)
-        print("steps", k, t["steps"], {n: round(v, 3) for n, v in t["ms_per_step"].items()},
+    for name, (spec, _, _) in configs.items():
+        if spec is None: continue
+        res.setdefault("steps", {})[name] = t = step_times(engines[name], prompts, max_tokens)
+        print("steps", name, t["steps"], {n: round(v, 3) for n, v in t["ms_per_step"].items()},
               flush=True)
     return res
 
