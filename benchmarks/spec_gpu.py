@@ -149,7 +149,7 @@ def step_times(llm, prompts, max_tokens: int) -> dict:
                       (r, "flatten"), (r, "verify"), (core.scheduler, "update")):
         timed(obj, name)
     timed(r, "logits", synced=True)
-    steps = count_rows(r.graphs) if r.graphs is not None else []
+    steps = count_rows(r)
     calls = Counter()
     step = core.step
     core.step = lambda: calls.update(["step"]) or step()
