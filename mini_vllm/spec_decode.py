@@ -79,6 +79,7 @@ class SpeculativeConfig:
 def ngram_lookup(tokens: list[int], k: int, n_min: int, n_max: int) -> list[int]:
     "Up to k tokens after the latest earlier match of the longest suffix of n_max..n_min tokens."
     a = np.asarray(tokens)
+    if len(a) < 2: return []
     ends = np.flatnonzero(a[:-1] == a[-1])          # earlier places of the last token
     n = 1                                            # the suffix every end still matches
     while len(ends) and n < min(n_max, len(a) - 1):  # one token longer, where it still matches

@@ -193,10 +193,11 @@ def _capture_mixed(self: CUDAGraphRunner, N: int):
 # %% ../../nbs/04h_cuda_graphs.ipynb #f486856a
 @patch
 def logits(self: CUDAGraphRunner, input_ids, meta: AttentionMetadata, rows) -> torch.Tensor:
-    """Decode steps: replay the bucket's graph; steps with prompt chunks: the first mixed bucket
-    above their token count, if there is one; other steps: the eager forward pass."""
+    """Decode steps (a token a request, each sampled): replay the bucket's graph; steps with prompt
+    chunks: the first mixed bucket above their token count, if there is one; other steps: the eager
+    forward pass. A prompt's one-token chunk that does not end it samples nothing: not a decode."""
     n, self.replayed, f = input_ids.shape[0], None, self.buf
-    if meta.max_query_len != 1 or n > self.buckets[-1]:
+    if meta.max_query_len != 1 or n > self.buckets[-1] or rows.shape[0] != n:
         step = self._mixed_step(n, meta, rows.shape[0])
         if step is None: return super(CUDAGraphRunner, self).logits(input_ids, meta, rows)
         return self._replay_mixed(input_ids, meta, rows, *step)
