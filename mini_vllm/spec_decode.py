@@ -200,8 +200,10 @@ class SpecRunner(ModelRunner):
     def __init__(self, model, cache, kv, attention, proposer, graphs=None):
         super().__init__(model, cache, kv, attention)
         self.proposer, self.graphs = proposer, graphs    # graphs: 04h's runner, to replay steps
-        self.rows_each = graphs is not None              # drafts as decode rows (see flatten)
         self.num_drafts = self.num_draft_tokens = self.num_accepted_tokens = 0   # vLLM's counters
+
+    @property
+    def rows_each(self) -> bool: return self.graphs is not None   # drafts as decode rows (flatten)
 
     @torch.inference_mode()
     def execute(self, out: SchedulerOutput) -> StepResult:
