@@ -17,6 +17,14 @@ group of each is killed when it ends (vLLM's engine-core process outlives the Py
   mini_vllm_default  `mini_vllm.LLM(folder, dtype=..., load_format="dummy")`, every engine argument at its default
                 (on a GPU `attention_backend="auto"` resolves to the Triton kernels and CUDA graphs), batch 1 on the
                 same engine; not in the default --engines
+  nano_vllm     nano-vllm (github.com/GeeeekExplorer/nano-vllm, its source folder in $NANO_VLLM_SRC, xxhash installed)
+                with the settings of its own bench.py (max_model_len 4096, CUDA graphs, its other defaults), Qwen3's
+                shape only. It reads safetensors (no dummy load): random bf16 weights are written for it first. It
+                refuses greedy sampling, so it samples at temperature 0.6 as its bench.py does (EOS ignored, the same
+                lengths). Its `flash_attn` calls go to vLLM's build of FlashAttention (`vllm.vllm_flash_attn`: the
+                flash-attn package has no wheel here), its decode call as a varlen call of one query a request. Its
+                tokenizer is replaced by one that only knows the EOS id (the prompts are ids). Not in the default
+                --engines; what it has run so far: benchmarks/README.md
 Workloads: `public` (256 requests, prompt and output lengths U[100, 1024], seed 0, as gpu_bench's thru), `public320`
 (320 requests drawn the same way, none of them the public ones: more than 256 at once), and batch 1 (gpu_bench's
 batch1: a 128-token prompt, 512 decode tokens; ms/token = (time of 513 tokens - time of 1) / 512, after the prompt
@@ -45,9 +53,9 @@ sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(HERE))
 from workload import SHAPE_NAMES, SHAPES, draw_workload, public_workload, shape_config_dir, workload_stats  # noqa: E402
 
 NEED = {"vllm": 150, "mini_vllm": 100, "hf": 230, "vllm_seqs256": 120,       # seconds an engine needs, start included
-        "mini_vllm_default": 70, "mini_vllm_sync": 100}
+        "mini_vllm_default": 70, "mini_vllm_sync": 100, "nano_vllm": 120}
 CAP = {"vllm": 330, "mini_vllm": 240, "hf": 320, "vllm_seqs256": 300,        # its process's limit
-       "mini_vllm_default": 200, "mini_vllm_sync": 240}
+       "mini_vllm_default": 200, "mini_vllm_sync": 240, "nano_vllm": 240}
 JSON_NAME = "vllm_side_by_side_h200.json"
 
 
@@ -186,8 +194,68 @@ def child_hf(model_dir, a, res, save):
     print(f"  public: {r['output_tok_per_s']:,.0f} output tok/s", flush=True)
 
 
+def nano_flash_attn():
+    "A `flash_attn` module for nano-vllm: its two calls served by vLLM's FlashAttention build."
+    import importlib.machinery, types, torch
+    from vllm.vllm_flash_attn import flash_attn_varlen_func as varlen
+
+    def flash_attn_varlen_func(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k, softmax_scale,
+                               causal, block_table=None):
+        if block_table is None:                                  # keys and values of this step, not paged
+            return varlen(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k=cu_seqlens_k,
+                          softmax_scale=softmax_scale, causal=causal)
+        used = (cu_seqlens_k[1:] - cu_seqlens_k[:-1]).to(torch.int32)   # paged: lengths, not offsets
+        return varlen(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, seqused_k=used,
+                      softmax_scale=softmax_scale, causal=causal, block_table=block_table)
+
+    def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal):
+        B = q.shape[0]                                           # q (B, 1, H, D): one query a request
+        cu_q = torch.arange(B + 1, dtype=torch.int32, device=q.device)
+        o = varlen(q.reshape(B, *q.shape[2:]), k_cache, v_cache, 1, cu_q, block_table.shape[1] * k_cache.shape[1],
+                   seqused_k=cache_seqlens, softmax_scale=softmax_scale, causal=causal, block_table=block_table)
+        return o.view(q.shape)
+
+    m = types.ModuleType("flash_attn")
+    m.__spec__ = importlib.machinery.ModuleSpec("flash_attn", None)
+    m.flash_attn_varlen_func, m.flash_attn_with_kvcache = flash_attn_varlen_func, flash_attn_with_kvcache
+    return m
+
+
+def child_nano_vllm(model_dir, a, res, save):
+    import types, torch
+    if a.shape != "qwen3_0.6b": raise ValueError("nano-vllm runs Qwen3 only")
+    from transformers import AutoConfig, AutoModelForCausalLM
+    t0 = time.perf_counter()                                    # random weights, saved as safetensors
+    folder = Path(tempfile.mkdtemp()) / "weights"
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model_dir), dtype=torch.bfloat16) \
+            .save_pretrained(folder)
+    shutil.copy(Path(model_dir) / "config.json", folder / "config.json")
+    torch.cuda.empty_cache()
+    res["weights_seconds"] = time.perf_counter() - t0
+    sys.modules["flash_attn"] = nano_flash_attn()               # after transformers built the weights
+    sys.path.insert(0, os.environ["NANO_VLLM_SRC"])
+    import nanovllm.engine.llm_engine as engine_module
+    from nanovllm import LLM, SamplingParams
+    eos = json.loads((Path(model_dir) / "config.json").read_text())["eos_token_id"]
+    tokenizer = types.SimpleNamespace(eos_token_id=eos, decode=lambda ids: "")
+    engine_module.AutoTokenizer = types.SimpleNamespace(from_pretrained=lambda *args, **kw: tokenizer)
+    kw = dict(enforce_eager=False, max_model_len=4096)                  # nano-vllm's bench.py
+    res.update(kwargs=kw, sampling="temperature 0.6, EOS ignored (nano-vllm refuses greedy sampling)",
+               attention="vllm.vllm_flash_attn (varlen) in place of flash_attn")
+    t0 = time.perf_counter(); llm = LLM(str(folder), **kw); res["init_seconds"] = time.perf_counter() - t0
+    greedy = lambda n: SamplingParams(temperature=0.6, max_tokens=n, ignore_eos=True)   # the name the timers use
+    wrap = lambda d: types.SimpleNamespace(outputs=[types.SimpleNamespace(token_ids=d["token_ids"])])
+    ask = lambda prompts, params: [wrap(d) for d in llm.generate(prompts, params, use_tqdm=False)]
+    measure_workloads(ask, greedy, workloads(a.smoke), res, save, torch.cuda.synchronize)
+    prompt, decode = batch1_setup(a.smoke)
+    res["batch1_thru_engine"] = measure_batch1(ask, greedy, prompt, decode, torch.cuda.synchronize)
+
+
 CHILDREN = {"vllm": child_vllm, "mini_vllm": child_mini_vllm, "hf": child_hf, "vllm_seqs256": child_vllm_seqs256,
-            "mini_vllm_default": child_mini_vllm_default, "mini_vllm_sync": child_mini_vllm_sync}
+            "mini_vllm_default": child_mini_vllm_default, "mini_vllm_sync": child_mini_vllm_sync,
+            "nano_vllm": child_nano_vllm}
 
 
 # --- parent ---------------------------------------------------------------------------------------------------
@@ -261,8 +329,10 @@ def ratios(res) -> dict:
     r = {}
     for w in ("public", "public320"):
         base = tps("vllm", w)
-        for e in ("mini_vllm", "mini_vllm_default", "mini_vllm_sync", "hf", "vllm_seqs256"):
+        for e in ("mini_vllm", "mini_vllm_default", "mini_vllm_sync", "hf", "vllm_seqs256", "nano_vllm"):
             if base and tps(e, w): r[f"{w}_{e}_over_vllm"] = tps(e, w) / base
+        if tps("mini_vllm", w) and tps("nano_vllm", w):
+            r[f"{w}_mini_vllm_over_nano_vllm"] = tps("mini_vllm", w) / tps("nano_vllm", w)
     ms = lambda e, k="batch1": res.get(e, {}).get(k, {}).get("ms_per_token")
     if ms("vllm") and ms("mini_vllm"):
         r["batch1_vllm_ms_over_mini_vllm_ms"] = ms("vllm") / ms("mini_vllm")     # > 1: mini_vllm is faster
