@@ -45,7 +45,7 @@ class SpeculativeConfig:
     model: str | None = None                   # draft_model: a folder sharing the tokenizer
     prompt_lookup_min: int | None = None       # ngram: shortest suffix looked up
     prompt_lookup_max: int | None = None       # ngram: longest suffix looked up
-    disable_by_batch_size: int | None = 24     # a step with this many running: no drafts
+    disable_by_batch_size: int | None = 16     # a step with this many running: no drafts
 
     def __post_init__(self):
         if self.method is None and self.model: self.method = "draft_model"
