@@ -245,6 +245,22 @@ def child_nano_vllm(model_dir, a, res, save):
     res.update(kwargs=kw, sampling="temperature 0.6, EOS ignored (nano-vllm refuses greedy sampling)",
                attention="vllm.vllm_flash_attn (varlen) in place of flash_attn")
     t0 = time.perf_counter(); llm = LLM(str(folder), **kw); res["init_seconds"] = time.perf_counter() - t0
+    res["num_kvcache_blocks"] = len(llm.scheduler.block_manager.blocks)
+    steps = res["steps"] = dict(prefill=0, prefill_tokens=0, decode=0, preemptions=0)
+    step, preempt = llm.step, llm.scheduler.preempt
+
+    def counted_step():                          # what its steps are: the record is saved every 100 steps
+        out, n = step()
+        steps["prefill" if n > 0 else "decode"] += 1
+        steps["prefill_tokens"] += max(n, 0)
+        if (steps["prefill"] + steps["decode"]) % 100 == 0: save()
+        return out, n
+
+    def counted_preempt(seq):
+        steps["preemptions"] += 1
+        return preempt(seq)
+
+    llm.step, llm.scheduler.preempt = counted_step, counted_preempt
     greedy = lambda n: SamplingParams(temperature=0.6, max_tokens=n, ignore_eos=True)   # the name the timers use
     wrap = lambda d: types.SimpleNamespace(outputs=[types.SimpleNamespace(token_ids=d["token_ids"])])
     ask = lambda prompts, params: [wrap(d) for d in llm.generate(prompts, params, use_tqdm=False)]
