@@ -14,13 +14,13 @@
 #    Linux) is in the image or kept, with the version asked for where the version is known. What vLLM declares but
 #    never imports for a dense model on one GPU (flashinfer, tilelang, cutlass-dsl and other kernel packages,
 #    video/audio codecs, anthropic, mcp, opentelemetry) is left out on purpose: SKIP below;
-# 4. packs the wheels into one tar, split into parts of at most PART_BYTES (55 MB) in .vllm-parts/ (part00, ...),
+# 4. packs the wheels into one tar, split into parts of at most PART_BYTES (46 MB) in .vllm-parts/ (part00, ...),
 #    with SHA256SUMS beside them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 W=${VLLM_WHEELS:-.vllm-wheels}
 P=${VLLM_PARTS:-.vllm-parts}
-PART_BYTES=${PART_BYTES:-55000000}
+PART_BYTES=${PART_BYTES:-46000000}   # a part + the tree (12.6 MiB on disk) under 64 MiB
 
 PLAT=(--only-binary=:all: --python-version 3.12 --implementation cp)
 for n in 39 38 37 36 35 34 33 32 31 30 29 28 27 26 25 24 17 12 5; do PLAT+=(--platform "manylinux_2_${n}_x86_64"); done
@@ -44,7 +44,7 @@ python3 -m pip download -q "${PLAT[@]}" -d "$W" "${WITHDEPS[@]}" 2>&1 | grep -v 
 
 # vLLM's wheel less three things this Python and GPU never load: the Rust front end (run only with
 # VLLM_USE_RUST_FRONTEND=1), MiniMax-M3's Blackwell-only attention sources (third_party/fmha_sm100), and DeepGEMM's
-# extension built for Python 3.13 and 3.14. 19 MB less, so 5 parts instead of 6. VLLM_STRIP=0 keeps the wheel whole.
+# extension built for Python 3.13 and 3.14. 19 MB less, so 6 parts instead of 7. VLLM_STRIP=0 keeps the wheel whole.
 if [ "${VLLM_STRIP:-1}" = 1 ]; then
     vw=$(realpath "$W"/vllm-0.25.1-*.whl)
     re='^vllm/(vllm-rs|third_party/fmha_sm100/|third_party/deep_gemm/_C\.cpython-31[34]-)'
