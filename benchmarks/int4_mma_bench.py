@@ -1,0 +1,104 @@
+"""Chapter 05b2's int4 kernel on a GPU: checked against the dequantized weight, then timed a product at a time
+beside 05b0's layer (its GEMV up to two rows, `qmm` beyond) and cuBLAS on the bf16 weight, on TinyLlama's and
+Llama-3-8B's four products, 1-16 tokens, warps per strip 4, 8, 16 and `mma_warps`' choice.
+
+Each timing is a CUDA graph of 20 calls, each on its own copy of the layer (copies enough to pass the L2 cache),
+replayed 10 times, the median of five; microseconds a call. Writes --out (JSON) and prints each row.
+
+    python3 benchmarks/int4_mma_bench.py --out $OUT/int4_mma_bench.json
+"""
+import argparse, json, subprocess, time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from mini_vllm.quant.int4_mma import MMAQuantLinear, extension, int4_mma, mma_warps, shuffle_int4
+from mini_vllm.quant.quant_kernels import TritonQuantLinear
+from mini_vllm.quant.quantization import dequantize_int4, quantize_int4, unpack_int4
+
+SHAPES = {"llama3_8b": dict(qkv=(6144, 4096), o=(4096, 4096), gate_up=(28672, 4096), down=(4096, 14336)),
+          "tinyllama": dict(qkv=(2560, 2048), o=(2048, 2048), gate_up=(11264, 2048), down=(2048, 5632))}
+
+
+def graph_us(fn, calls=20):
+    "Microseconds a call of fn(i) (i: the call's index), from a CUDA graph of `calls` calls."
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        for i in range(2): fn(i)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(calls): fn(i)
+    for _ in range(3): g.replay()
+    times = []
+    for _ in range(5):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(10): g.replay()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) * 1000 / (10 * calls))
+    return sorted(times)[2]
+
+
+def checks():
+    "Largest error of int4_mma against x @ the dequantized weight (fp32), per case, 1-16 tokens."
+    out = []
+    cases = [((256, 512), True, torch.bfloat16), ((256, 512), False, torch.bfloat16),
+             ((512, 1024), True, torch.float16), ((6144, 4096), True, torch.bfloat16),
+             ((4096, 14336), False, torch.bfloat16)]
+    for (N, K), symmetric, dtype in cases:
+        w = torch.randn(N, K, device="cuda", dtype=dtype) * 0.02
+        packed, s, z = quantize_int4(w, 128, symmetric)
+        words, ref_w = shuffle_int4(unpack_int4(packed, 128)), dequantize_int4(packed, s, z, 128)
+        for M in (1, 2, 3, 8, 9, 16):
+            x = torch.randn(M, K, device="cuda", dtype=dtype)
+            ref = x.float() @ ref_w.T
+            err = ((int4_mma(x, words, s, z).float() - ref).abs().max() / ref.abs().max()).item()
+            out.append(dict(N=N, K=K, symmetric=symmetric, dtype=str(dtype), M=M, rel_err=err))
+            assert err < 1e-2, out[-1]
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="int4_mma_bench.json")
+    ap.add_argument("--ms", default="1,2,4,8,16")
+    ap.add_argument("--shapes", default="llama3_8b,tinyllama")
+    a = ap.parse_args()
+    t0 = time.time()
+    assert extension() is not None
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    res = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit,
+               build_s=round(time.time() - t0, 1), checks=checks(), rows=[])
+    print(f"built in {res['build_s']} s; checks: largest error {max(c['rel_err'] for c in res['checks']):.1e}",
+          flush=True)
+    torch.manual_seed(0)
+    for shape in a.shapes.split(","):
+        for name, (N, K) in SHAPES[shape].items():
+            copies = max(1, int(256e6 // (N * K * 2)))                  # bf16 copies past the L2 cache
+            lins = [torch.nn.Linear(K, N, bias=False, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
+            old = [TritonQuantLinear(lin, 4, 128) for lin in lins]
+            new = [MMAQuantLinear(lin, 4, 128) for lin in lins]
+            assert all(m.prepare() for m in new)
+            for M in [int(m) for m in a.ms.split(",")]:
+                x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+                row = dict(shape=shape, layer=name, N=N, K=K, M=M, warps=mma_warps(N, K, 128, M))
+                row["cublas_bf16"] = graph_us(lambda i: F.linear(x, lins[i % copies].weight))
+                row["triton_05b0"] = graph_us(lambda i: old[i % copies](x))
+                row["int4_mma"] = graph_us(lambda i: new[i % copies](x))
+                for w in (4, 8, 16):
+                    row[f"int4_mma_w{w}"] = graph_us(lambda i: int4_mma(x, new[i % copies].words,
+                                                                        new[i % copies].scales, warps=w))
+                row["int4_TBps"] = (N * K / 2 + N * K / 128 * 2) / row["int4_mma"] / 1e6
+                res["rows"].append(row)
+                print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in row.items()}),
+                      flush=True)
+            del lins, old, new
+            torch.cuda.empty_cache()
+    Path(a.out).write_text(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()
