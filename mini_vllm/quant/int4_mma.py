@@ -1,4 +1,4 @@
-"""The int4 weights laid out in the order the tensor cores' operands want them, two weights turned into numbers by one instruction, and the products done by `mma`: a CUDA kernel for one to sixteen tokens that reads int4 near its bytes.
+"""The int4 weights laid out in the order the tensor cores' operands want them, two weights turned into numbers by one instruction, and the products done by `mma`: a CUDA kernel for one to sixteen tokens.
 
 Docs: https://mini-vllm.github.io/mini_vllm/int4_mma.html.md"""
 
@@ -172,7 +172,7 @@ __global__ void int4_mma_kernel(const T* __restrict__ x, const uint4* __restrict
       #pragma unroll
       for (int t = 0; t < NT; ++t) {
         #pragma unroll
-        for (int i = 0; i < 4; ++i) {                    // c0, c1: row r; c2, c3: row r + 8
+        for (int i = 0; i < 4; ++i) {                    // C values 0, 1: row r; 2, 3: row r + 8
           acc[t][i] += (i < 2 ? s0 : s1) * cg[t][i] + (ZERO ? (i < 2 ? z0 : z1) * cz[t][i] : 0.f);
           cg[t][i] = cz[t][i] = 0.f;
         }
@@ -235,6 +235,8 @@ CUDA_SRC = _HELPERS + _CHUNK_MMA + _KERNEL + _REDUCE + _LAUNCH
 CPP_SRC = r"""
 #include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
 void int4_mma_launch(bool bf16, bool zero, const void* x, const void* w, const void* s,
                      const void* z, const void* b, void* out, int M, int N, int K, int group,
                      int sx, int so, int warps, cudaStream_t st);
@@ -247,22 +249,27 @@ torch::Tensor int4_mma(torch::Tensor x, torch::Tensor w, torch::Tensor scales,
   TORCH_CHECK(x.is_cuda() && (dt == at::kBFloat16 || dt == at::kHalf), "x: bf16 or fp16, CUDA");
   TORCH_CHECK(M <= 16, "x: at most 16 rows, got ", M);
   TORCH_CHECK(w.dim() == 4 && w.size(1) * 64 == K && w.size(2) == 32 && w.size(3) == 4
-              && w.is_contiguous(), "w: shuffle_int4's words of ", K, " columns");
+              && w.is_contiguous() && w.scalar_type() == at::kInt && w.device() == x.device(),
+              "w: shuffle_int4's words of ", K, " columns, on x's device");
   TORCH_CHECK(group % 64 == 0 && K % group == 0, "group_size: a multiple of 64 dividing K");
   TORCH_CHECK(x.stride(1) == 1 && x.stride(0) % 8 == 0 && (uintptr_t)x.data_ptr() % 16 == 0,
               "x: rows of 16-byte aligned columns");
-  TORCH_CHECK(scales.scalar_type() == dt && scales.is_contiguous()
-              && scales.numel() == N * (K / group), "scales: (N, K / group), x's dtype");
+  TORCH_CHECK(scales.scalar_type() == dt && scales.is_contiguous() && scales.device() == x.device()
+              && scales.numel() == N * (K / group), "scales: (N, K / group), x's dtype and device");
   if (zeros) TORCH_CHECK(zeros->scalar_type() == dt && zeros->sizes() == scales.sizes()
-                         && zeros->is_contiguous(), "zeros: as scales");
-  if (bias) TORCH_CHECK(bias->scalar_type() == dt && bias->numel() == N, "bias: (N,), x's dtype");
-  TORCH_CHECK(warps >= 1 && warps <= 32, "warps: 1..32");
+                         && zeros->is_contiguous() && zeros->device() == x.device(),
+                         "zeros: as scales");
+  if (bias) TORCH_CHECK(bias->scalar_type() == dt && bias->numel() == N && bias->is_contiguous()
+                        && bias->device() == x.device(), "bias: (N,), x's dtype and device");
+  TORCH_CHECK(warps >= 1 && warps <= (M <= 8 ? 16 : 8), "warps: 1..16 (1..8 past 8 rows)");
+  const at::cuda::OptionalCUDAGuard guard(x.device());
   auto out = torch::empty({M, N}, x.options());
   if (M == 0) return out;
   int4_mma_launch(dt == at::kBFloat16, zeros.has_value(), x.data_ptr(), w.data_ptr(),
                   scales.data_ptr(), zeros ? zeros->data_ptr() : nullptr,
                   bias ? bias->data_ptr() : nullptr, out.data_ptr(), M, N, K, group,
                   x.stride(0), out.stride(0), warps, at::cuda::getCurrentCUDAStream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }
 """
@@ -292,7 +299,7 @@ def extension():
     return _BUILT["ext"]
 
 # %% ../../nbs/05b2_int4_mma.ipynb #6858b10e
-MMA_MAX_M = 16      # rows up to which an int4 layer's product is int4_mma's (measured below)
+MMA_MAX_M = 16      # rows up to which an int4 layer's product is int4_mma's: its two tiles
 MMA_STACK_MIN_HIDDEN = 4096   # from this hidden size, one token's layers unfused, products by mma
 
 
@@ -324,7 +331,8 @@ class MMAQuantLinear(TritonQuantLinear):
         return ok
 
     def forward(self, x):
-        if self.words is not None and not isinstance(x, ByteSplit) and x.dtype == self.scales.dtype:
+        if (self.words is not None and not isinstance(x, ByteSplit) and x.is_cuda
+                and x.dtype == self.scales.dtype):
             x2 = x.reshape(-1, self.in_features)
             if x2.shape[0] <= MMA_MAX_M:
                 y = int4_mma(x2.contiguous(), self.words, self.scales, self.zeros, self.bias,
@@ -340,13 +348,14 @@ class MMAOps(SmallBatchOps):
 
 def after_quant(model) -> int:
     """05b0's int8 fusions; then, where int4_mma builds, every int4 layer prepared, and from
-    MMA_STACK_MIN_HIDDEN 04i's fused stack replaced by MMAOps. Returns the layers prepared."""
+    MMA_STACK_MIN_HIDDEN (all of them prepared) 04i's fused stack replaced by MMAOps. Returns the
+    layers prepared."""
     fuse_byte_split(model)
     layers = [m for m in model.modules() if isinstance(m, MMAQuantLinear) and m.bits == 4]
     if not layers or not layers[0].qweight.is_cuda or extension() is None: return 0
     done = sum(m.prepare() for m in layers)
     wide = layers[0].in_features >= MMA_STACK_MIN_HIDDEN       # the first: q, k, v of layer 0
-    if done and wide and isinstance(getattr(model, "ops", None), SmallBatchOps):
-        use_ops(model, MMAOps())
+    if done == len(layers) and wide and isinstance(getattr(model, "ops", None), SmallBatchOps):
+        use_ops(model, MMAOps())                               # every int4 product is int4_mma's
     torch.cuda.empty_cache()                                 # the shuffles' temporaries
     return done
