@@ -3,11 +3,13 @@ beside 05b0's layer (its GEMV up to two rows, `qmm` beyond) and cuBLAS on the bf
 Llama-3-8B's four products, 1-16 tokens, warps per strip 4, 8, 16 and `mma_warps`' choice.
 
 Each timing is a CUDA graph of 20 calls, each on its own copy of the layer (copies enough to pass the L2 cache),
-replayed 10 times, the median of five; microseconds a call. Writes --out (JSON) and prints each row.
+timed by gpu_bench's `graph_us` (the median of 10 replays); microseconds a call. The figures in
+results/int4_mma_h100_118a53e/ were taken by this script at 118a53e, whose own timer took the median of five
+rounds of 10 replays. Writes --out (JSON) and prints each row.
 
     python3 benchmarks/int4_mma_bench.py --out $OUT/int4_mma_bench.json
 """
-import argparse, json, subprocess, time
+import argparse, json, subprocess, sys, time
 from pathlib import Path
 
 import torch
@@ -17,29 +19,16 @@ from mini_vllm.quant.int4_mma import MMAQuantLinear, extension, int4_mma, mma_wa
 from mini_vllm.quant.quant_kernels import TritonQuantLinear
 from mini_vllm.quant.quantization import dequantize_int4, quantize_int4, unpack_int4
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_bench import graph_us  # noqa: E402  (calls recorded into one CUDA graph, us per call)
+
 SHAPES = {"llama3_8b": dict(qkv=(6144, 4096), o=(4096, 4096), gate_up=(28672, 4096), down=(4096, 14336)),
           "tinyllama": dict(qkv=(2560, 2048), o=(2048, 2048), gate_up=(11264, 2048), down=(2048, 5632))}
 
 
-def graph_us(fn, calls=20):
-    "Microseconds a call of fn(i) (i: the call's index), from a CUDA graph of `calls` calls."
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        for i in range(2): fn(i)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for i in range(calls): fn(i)
-    for _ in range(3): g.replay()
-    times = []
-    for _ in range(5):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(10): g.replay()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1000 / (10 * calls))
-    return sorted(times)[2]
+def chain_us(fn, calls=20):
+    "Microseconds a call of fn(i), i = 0 .. calls - 1, recorded into one CUDA graph (gpu_bench's)."
+    return graph_us([lambda i=i: fn(i) for i in range(calls)])
 
 
 def checks():
@@ -79,23 +68,22 @@ def main():
         for name, (N, K) in SHAPES[shape].items():
             copies = max(1, int(256e6 // (N * K * 2)))                  # bf16 copies past the L2 cache
             lins = [torch.nn.Linear(K, N, bias=False, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
-            old = [TritonQuantLinear(lin, 4, 128) for lin in lins]
-            new = [MMAQuantLinear(lin, 4, 128) for lin in lins]
+            new = [MMAQuantLinear(lin, 4, 128) for lin in lins]     # 05b0's path: its parent's forward
             assert all(m.prepare() for m in new)
             for M in [int(m) for m in a.ms.split(",")]:
                 x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
                 row = dict(shape=shape, layer=name, N=N, K=K, M=M, warps=mma_warps(N, K, 128, M))
-                row["cublas_bf16"] = graph_us(lambda i: F.linear(x, lins[i % copies].weight))
-                row["triton_05b0"] = graph_us(lambda i: old[i % copies](x))
-                row["int4_mma"] = graph_us(lambda i: new[i % copies](x))
+                row["cublas_bf16"] = chain_us(lambda i: F.linear(x, lins[i % copies].weight))
+                row["triton_05b0"] = chain_us(lambda i: TritonQuantLinear.forward(new[i % copies], x))
+                row["int4_mma"] = chain_us(lambda i: new[i % copies](x))
                 for w in (4, 8, 16):
-                    row[f"int4_mma_w{w}"] = graph_us(lambda i: int4_mma(x, new[i % copies].words,
+                    row[f"int4_mma_w{w}"] = chain_us(lambda i: int4_mma(x, new[i % copies].words,
                                                                         new[i % copies].scales, warps=w))
                 row["int4_TBps"] = (N * K / 2 + N * K / 128 * 2) / row["int4_mma"] / 1e6
                 res["rows"].append(row)
                 print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in row.items()}),
                       flush=True)
-            del lins, old, new
+            del lins, new
             torch.cuda.empty_cache()
     Path(a.out).write_text(json.dumps(res, indent=1))
 

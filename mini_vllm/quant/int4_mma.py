@@ -9,7 +9,7 @@ __all__ = ['CHUNK', 'CUDA_SRC', 'CPP_SRC', 'MMA_MAX_M', 'MMA_STACK_MIN_HIDDEN', 
            'mma_warps', 'int4_mma', 'MMAQuantLinear', 'MMAOps', 'after_quant']
 
 # %% ../../nbs/05b2_int4_mma.ipynb #b09e37d0
-import math, os, warnings
+import functools, math, os, warnings
 
 import torch
 from torch import nn
@@ -275,28 +275,24 @@ torch::Tensor int4_mma(torch::Tensor x, torch::Tensor w, torch::Tensor scales,
 """
 
 # %% ../../nbs/05b2_int4_mma.ipynb #1335648f
-_BUILT = {}
-
-
+@functools.cache
 def extension():
     """The compiled kernel (built once a process, kept on disk by PyTorch), or None where it cannot
     be built here; the reason is warned once."""
-    if "ext" not in _BUILT:
-        _BUILT["ext"] = None
-        try:
-            from torch.utils.cpp_extension import CUDA_HOME, is_ninja_available, load_inline
-            if os.environ.get("MINI_VLLM_INT4_MMA") == "0":
-                raise RuntimeError("turned off by MINI_VLLM_INT4_MMA=0")
-            if not torch.cuda.is_available(): raise RuntimeError("no CUDA GPU")
-            if torch.cuda.get_device_capability() < (8, 0):
-                raise RuntimeError("mma.m16n8k16 needs compute capability 8.0 or more")
-            if CUDA_HOME is None or not is_ninja_available(): raise RuntimeError("no nvcc or ninja")
-            _BUILT["ext"] = load_inline("mini_vllm_int4_mma", CPP_SRC, CUDA_SRC,
-                                        functions=["int4_mma"], extra_cuda_cflags=["-O3"])
-        except Exception as e:                         # 05b0's Triton kernels stay
-            reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-            warnings.warn(f"int4 on the tensor cores is not available here: {reason}")
-    return _BUILT["ext"]
+    try:
+        from torch.utils.cpp_extension import CUDA_HOME, is_ninja_available, load_inline
+        if os.environ.get("MINI_VLLM_INT4_MMA") == "0":
+            raise RuntimeError("turned off by MINI_VLLM_INT4_MMA=0")
+        if not torch.cuda.is_available(): raise RuntimeError("no CUDA GPU")
+        if torch.cuda.get_device_capability() < (8, 0):
+            raise RuntimeError("mma.m16n8k16 needs compute capability 8.0 or more")
+        if CUDA_HOME is None or not is_ninja_available(): raise RuntimeError("no nvcc or ninja")
+        return load_inline("mini_vllm_int4_mma", CPP_SRC, CUDA_SRC, functions=["int4_mma"],
+                           extra_cuda_cflags=["-O3"])
+    except Exception as e:                             # 05b0's Triton kernels stay
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        warnings.warn(f"int4 on the tensor cores is not available here: {reason}")
+        return None
 
 # %% ../../nbs/05b2_int4_mma.ipynb #6858b10e
 MMA_MAX_M = 16      # rows up to which an int4 layer's product is int4_mma's: its two tiles
@@ -354,7 +350,7 @@ def after_quant(model) -> int:
     layers = [m for m in model.modules() if isinstance(m, MMAQuantLinear) and m.bits == 4]
     if not layers or not layers[0].qweight.is_cuda or extension() is None: return 0
     done = sum(m.prepare() for m in layers)
-    wide = layers[0].in_features >= MMA_STACK_MIN_HIDDEN       # the first: q, k, v of layer 0
+    wide = min(m.in_features for m in layers) >= MMA_STACK_MIN_HIDDEN   # the hidden size
     if done == len(layers) and wide and isinstance(getattr(model, "ops", None), SmallBatchOps):
         use_ops(model, MMAOps())                               # every int4 product is int4_mma's
     torch.cuda.empty_cache()                                 # the shuffles' temporaries
