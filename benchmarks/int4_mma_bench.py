@@ -1,6 +1,7 @@
-"""Chapter 05b2's int4 kernel on a GPU: checked against the dequantized weight, then timed a product at a time
-beside 05b0's layer (its GEMV up to two rows, `qmm` beyond) and cuBLAS on the bf16 weight, on TinyLlama's and
-Llama-3-8B's four products, 1-16 tokens, warps per strip 4, 8, 16 and `mma_warps`' choice.
+"""Chapter 05b2's int4 kernel (05b3's int8 kernel with `--bits 8`) on a GPU: checked against the dequantized
+weight, then timed a product at a time beside 05b0's layer (its GEMV up to two rows, `qmm` beyond) and cuBLAS on
+the bf16 weight, on TinyLlama's and Llama-3-8B's four products, 1-16 tokens, warps per strip 4, 8, 16 and
+`mma_warps`' choice.
 
 Each timing is a CUDA graph of 20 calls, each on its own copy of the layer (copies enough to pass the L2 cache),
 timed by gpu_bench's `graph_us` (the median of 10 replays); microseconds a call. The figures in
@@ -8,6 +9,7 @@ results/int4_mma_h100_118a53e/ were taken by this script at 118a53e, whose own t
 rounds of 10 replays. Writes --out (JSON) and prints each row.
 
     python3 benchmarks/int4_mma_bench.py --out $OUT/int4_mma_bench.json
+    python3 benchmarks/int4_mma_bench.py --bits 8 --out $OUT/int8_mma_bench.json
 """
 import argparse, json, subprocess, sys, time
 from pathlib import Path
@@ -15,9 +17,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from mini_vllm.quant.int4_mma import MMAQuantLinear, extension, int4_mma, mma_warps, shuffle_int4
+from mini_vllm.quant.int4_mma import extension, int4_mma, mma_warps, shuffle_int4
+from mini_vllm.quant.int8_mma import TensorCoreLinear, extension8, int8_mma, shuffle_int8
 from mini_vllm.quant.quant_kernels import TritonQuantLinear
-from mini_vllm.quant.quantization import dequantize_int4, quantize_int4, unpack_int4
+from mini_vllm.quant.quantization import (dequantize_int4, dequantize_int8, quantize_int4, quantize_int8,
+                                          unpack_int4)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_bench import graph_us  # noqa: E402  (calls recorded into one CUDA graph, us per call)
@@ -29,6 +33,22 @@ SHAPES = {"llama3_8b": dict(qkv=(6144, 4096), o=(4096, 4096), gate_up=(28672, 40
 def chain_us(fn, calls=20):
     "Microseconds a call of fn(i), i = 0 .. calls - 1, recorded into one CUDA graph (gpu_bench's)."
     return graph_us([lambda i=i: fn(i) for i in range(calls)])
+
+
+def checks8():
+    "Largest error of int8_mma against x @ the dequantized weight (fp32), per case, 1-16 tokens."
+    out = []
+    for (N, K), dtype in [((256, 512), torch.bfloat16), ((512, 1024), torch.float16),
+                          ((28672, 4096), torch.bfloat16), ((4096, 14336), torch.bfloat16)]:
+        q, s = quantize_int8(torch.randn(N, K, device="cuda", dtype=dtype) * 0.02)
+        words, ref_w = shuffle_int8(q), dequantize_int8(q, s)
+        for M in (1, 2, 3, 8, 9, 16):
+            x = torch.randn(M, K, device="cuda", dtype=dtype)
+            ref = x.float() @ ref_w.T
+            err = ((int8_mma(x, words, s).float() - ref).abs().max() / ref.abs().max()).item()
+            out.append(dict(N=N, K=K, dtype=str(dtype), M=M, rel_err=err))
+            assert err < 1e-2, out[-1]
+    return out
 
 
 def checks():
@@ -55,31 +75,36 @@ def main():
     ap.add_argument("--out", default="int4_mma_bench.json")
     ap.add_argument("--ms", default="1,2,4,8,16")
     ap.add_argument("--shapes", default="llama3_8b,tinyllama")
+    ap.add_argument("--bits", type=int, default=4, choices=(4, 8))
     a = ap.parse_args()
     t0 = time.time()
-    assert extension() is not None
+    assert (extension() if a.bits == 4 else extension8()) is not None
+    kernel, group = (int4_mma, 128) if a.bits == 4 else (int8_mma, 64)
+    name = f"int{a.bits}_mma"
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     res = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit,
-               build_s=round(time.time() - t0, 1), checks=checks(), rows=[])
+               bits=a.bits,
+               build_s=round(time.time() - t0, 1), checks=checks() if a.bits == 4 else checks8(), rows=[])
     print(f"built in {res['build_s']} s; checks: largest error {max(c['rel_err'] for c in res['checks']):.1e}",
           flush=True)
     torch.manual_seed(0)
     for shape in a.shapes.split(","):
-        for name, (N, K) in SHAPES[shape].items():
+        for layer, (N, K) in SHAPES[shape].items():
             copies = max(1, int(256e6 // (N * K * 2)))                  # bf16 copies past the L2 cache
             lins = [torch.nn.Linear(K, N, bias=False, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
-            new = [MMAQuantLinear(lin, 4, 128) for lin in lins]     # 05b0's path: its parent's forward
+            new = [TensorCoreLinear(lin, a.bits, 128) for lin in lins]   # 05b0's path: TritonQuantLinear's
             assert all(m.prepare() for m in new)
             for M in [int(m) for m in a.ms.split(",")]:
                 x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-                row = dict(shape=shape, layer=name, N=N, K=K, M=M, warps=mma_warps(N, K, 128, M))
+                row = dict(shape=shape, layer=layer, N=N, K=K, M=M, warps=mma_warps(N, K, group, M))
                 row["cublas_bf16"] = chain_us(lambda i: F.linear(x, lins[i % copies].weight))
                 row["triton_05b0"] = chain_us(lambda i: TritonQuantLinear.forward(new[i % copies], x))
-                row["int4_mma"] = chain_us(lambda i: new[i % copies](x))
+                row[name] = chain_us(lambda i: new[i % copies](x))
                 for w in (4, 8, 16):
-                    row[f"int4_mma_w{w}"] = chain_us(lambda i: int4_mma(x, new[i % copies].words,
-                                                                        new[i % copies].scales, warps=w))
-                row["int4_TBps"] = (N * K / 2 + N * K / 128 * 2) / row["int4_mma"] / 1e6
+                    row[f"{name}_w{w}"] = chain_us(lambda i: kernel(x, new[i % copies].words,
+                                                                   new[i % copies].scales, warps=w))
+                weight_bytes = N * K / 2 + N * K / 128 * 2 if a.bits == 4 else N * K + N * 2
+                row[f"int{a.bits}_TBps"] = weight_bytes / row[name] / 1e6
                 res["rows"].append(row)
                 print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in row.items()}),
                       flush=True)

@@ -29,7 +29,7 @@ class Backend:
     ops: str | None = None             # a Llama-family model's ops on one device (04g, 04i, 04j)
     tp_ops: str | None = None          # ... on a rank of a tensor-parallel group (09a)
     quant_linear: str = "mini_vllm.quant.quantization:QuantLinear"   # chapter 05's quantized layer
-    after_quant: str | None = None     # what a quantized model gets then (05b0, 05b2)
+    after_quant: str | None = None     # what a quantized model gets then (05b0, 05b2, 05b3)
     packs_cpu_linears: bool = True     # on a CPU, bf16 weights packed in oneDNN's layout once (04j)
     cuda_graphs: bool = False          # on a GPU, steps replayed from CUDA graphs (04h)
 
@@ -39,8 +39,8 @@ BACKENDS = {
     "triton": Backend("mini_vllm.fast.triton_attention:TritonPagedAttention",
                       "mini_vllm.fast.small_batch:SmallBatchOps",
                       "mini_vllm.fast.triton_kernels:TritonOps",
-                      "mini_vllm.quant.int4_mma:MMAQuantLinear",
-                      "mini_vllm.quant.int4_mma:after_quant", packs_cpu_linears=False,
+                      "mini_vllm.quant.int8_mma:TensorCoreLinear",
+                      "mini_vllm.quant.int8_mma:after_quant", packs_cpu_linears=False,
                       cuda_graphs=True)}
 
 def backend_part(backend: str, part: str):
@@ -258,7 +258,7 @@ def load_engine_model(c: EngineConfig):
         from mini_vllm.quant.quantization import load_quantized
         load_quantized(loaded, loaded.path)
     if quantization is not None and (after := backend_part(attention_backend, "after_quant")):
-        after(loaded)                                # once the integers are final (05b0, 05b2)
+        after(loaded)                                # once the integers are final (05b0, 05b2-3)
     on_cpu = next(loaded.parameters()).device.type == "cpu"
     if (BACKENDS[attention_backend].packs_cpu_linears and quantization is None and tp is None
             and on_cpu):
