@@ -68,6 +68,7 @@ __global__ void int8_mma_kernel(const T* __restrict__ x, const uint4* __restrict
   #pragma unroll
   for (int d = 0; d < DEPTH; ++d)
     if (c0 + d < c1)
+      #pragma unroll
       for (int i = 0; i < 2; ++i) buf[d][i] = load_once(wp + (2 * (c0 + d) + i) * 32);
   for (int c = c0; c < c1; c += DEPTH) {
     #pragma unroll
@@ -76,6 +77,7 @@ __global__ void int8_mma_kernel(const T* __restrict__ x, const uint4* __restrict
       if (cc >= c1) break;
       const uint4 wv[2] = {buf[d][0], buf[d][1]};
       if (cc + DEPTH < c1)
+        #pragma unroll
         for (int i = 0; i < 2; ++i) buf[d][i] = load_once(wp + (2 * (cc + DEPTH) + i) * 32);
       uint4 xs[NT][2];
       #pragma unroll
@@ -137,11 +139,12 @@ void int8_mma_launch(bool bf16, const void* x, const void* w, const void* s, con
 
 torch::Tensor int8_mma(torch::Tensor x, torch::Tensor w, torch::Tensor scales,
                        c10::optional<torch::Tensor> bias, int64_t warps) {
+  TORCH_CHECK(x.dim() == 2 && w.dim() == 5, "x: (M, K); w: shuffle_int8's (N/16, K/64, 2, 32, 4)");
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0) * 16;
   const auto dt = x.scalar_type();
   TORCH_CHECK(x.is_cuda() && (dt == at::kBFloat16 || dt == at::kHalf), "x: bf16 or fp16, CUDA");
   TORCH_CHECK(M <= 16, "x: at most 16 rows, got ", M);
-  TORCH_CHECK(w.dim() == 5 && w.size(1) * 64 == K && w.size(2) == 2 && w.size(3) == 32
+  TORCH_CHECK(w.size(1) * 64 == K && w.size(2) == 2 && w.size(3) == 32
               && w.size(4) == 4 && w.is_contiguous() && w.scalar_type() == at::kInt
               && w.device() == x.device(),
               "w: shuffle_int8's words of ", K, " columns, on x's device");
