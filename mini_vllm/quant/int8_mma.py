@@ -1,4 +1,4 @@
-"""05b2's layout and kernel for int8 weights: two 16-byte loads a chunk instead of one, each byte turned into a number through an fp32, one scale a row applied once at the end.
+"""05b2's layout and kernel for int8 weights: two 16-byte loads a chunk instead of one, a byte made a bf16 through an fp32, one scale a row applied once at the end.
 
 Docs: https://mini-vllm.github.io/mini_vllm/int8_mma.html.md"""
 
@@ -173,8 +173,6 @@ def extension8():
     cannot be built here; the reason is warned once."""
     try:
         from torch.utils.cpp_extension import CUDA_HOME, is_ninja_available, load_inline
-        if os.environ.get("MINI_VLLM_INT8_MMA") == "0":
-            raise RuntimeError("turned off by MINI_VLLM_INT8_MMA=0")
         if not torch.cuda.is_available(): raise RuntimeError("no CUDA GPU")
         if torch.cuda.get_device_capability() < (8, 0):
             raise RuntimeError("mma.m16n8k16 needs compute capability 8.0 or more")
@@ -216,13 +214,14 @@ class TensorCoreLinear(MMAQuantLinear):
         return TritonQuantLinear.forward(self, x)
 
 
-def after_quant(model) -> int:
-    """05b2's after_quant; then, where int8_mma builds, every int8 layer prepared, and from
-    MMA_STACK_MIN_HIDDEN (all of them prepared) 04i's fused stack replaced by MMAOps. Returns the
-    layers prepared."""
+def after_quant(model, int8: bool | None = None) -> int:
+    """05b2's after_quant; then, if `int8` (by default: MINI_VLLM_INT8_MMA=1 in the environment) and
+    int8_mma builds, every int8 layer prepared, and from MMA_STACK_MIN_HIDDEN (all of them
+    prepared) 04i's fused stack replaced by MMAOps. Returns the layers prepared."""
     done = int4_after_quant(model)
+    if int8 is None: int8 = os.environ.get("MINI_VLLM_INT8_MMA") == "1"
     layers = [m for m in model.modules() if isinstance(m, TensorCoreLinear) and m.bits == 8]
-    if not layers or not layers[0].qweight.is_cuda or extension8() is None: return done
+    if not int8 or not layers or not layers[0].qweight.is_cuda or extension8() is None: return done
     ready = sum(m.prepare() for m in layers)
     wide = min(m.in_features for m in layers) >= MMA_STACK_MIN_HIDDEN   # the hidden size
     if ready == len(layers) and wide and isinstance(getattr(model, "ops", None), SmallBatchOps):
