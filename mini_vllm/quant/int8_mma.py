@@ -13,7 +13,7 @@ import functools, os, warnings
 import torch
 
 from .int4_mma import (_HELPERS, _REDUCE, CHUNK, MMA_MAX_M, MMA_STACK_MIN_HIDDEN,
-                                      MMAOps, MMAQuantLinear, mma_warps)
+                                      MMAOps, MMAQuantLinear, build_extension, mma_warps)
 from .int4_mma import after_quant as int4_after_quant
 from .quant_kernels import ByteSplit, TritonQuantLinear
 from ..fast.small_batch import SmallBatchOps
@@ -169,20 +169,8 @@ torch::Tensor int8_mma(torch::Tensor x, torch::Tensor w, torch::Tensor scales,
 # %% ../../nbs/05b3_int8_mma.ipynb #a4d7229b
 @functools.cache
 def extension8():
-    """The compiled int8 kernel (built once a process, kept on disk by PyTorch), or None where it
-    cannot be built here; the reason is warned once."""
-    try:
-        from torch.utils.cpp_extension import CUDA_HOME, is_ninja_available, load_inline
-        if not torch.cuda.is_available(): raise RuntimeError("no CUDA GPU")
-        if torch.cuda.get_device_capability() < (8, 0):
-            raise RuntimeError("mma.m16n8k16 needs compute capability 8.0 or more")
-        if CUDA_HOME is None or not is_ninja_available(): raise RuntimeError("no nvcc or ninja")
-        return load_inline("mini_vllm_int8_mma", CPP_SRC8, CUDA_SRC8, functions=["int8_mma"],
-                           extra_cuda_cflags=["-O3"])
-    except Exception as e:                             # 05b0's Triton kernels stay
-        reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-        warnings.warn(f"int8 on the tensor cores is not available here: {reason}")
-        return None
+    "The compiled int8 kernel, once a process, or None (the reason warned once)."
+    return build_extension("mini_vllm_int8_mma", CPP_SRC8, CUDA_SRC8, "int8_mma", "int8")
 
 
 def int8_mma(x, words, scales, bias=None, warps=None):
