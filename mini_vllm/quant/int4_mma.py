@@ -6,7 +6,7 @@ Docs: https://mini-vllm.github.io/mini_vllm/int4_mma.html.md"""
 
 # %% auto #0
 __all__ = ['CHUNK', 'CUDA_SRC', 'CPP_SRC', 'MMA_MAX_M', 'MMA_STACK_MIN_HIDDEN', 'nibble_of', 'shuffle_int4', 'build_extension',
-           'extension', 'mma_warps', 'int4_mma', 'MMAQuantLinear', 'MMAOps', 'after_quant']
+           'extension', 'mma_warps', 'int4_mma', 'MMAQuantLinear', 'MMAOps', 'prepare_layers', 'after_quant']
 
 # %% ../../nbs/05b2_int4_mma.ipynb #b09e37d0
 import functools, math, os, warnings
@@ -101,6 +101,21 @@ template <> struct Half<__half> {
 """
 
 # %% ../../nbs/05b2_int4_mma.ipynb #912cfb89
+_INPUTS = r"""
+// A lane's inputs for chunk c: token t * 8 + r of each tile, columns 16 j .. 16 j + 15 (0 past M)
+template <typename T, int NT>
+__device__ __forceinline__ void load_inputs(uint4 (*xs)[2], const T* __restrict__ x, int c, int r,
+                                            int j, int M, int stride_x) {
+  #pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    const uint4* xp = (const uint4*)(x + (size_t)(t * 8 + r) * stride_x + c * 64 + 16 * j);
+    const bool in = t * 8 + r < M;
+    xs[t][0] = in ? __ldg(xp) : make_uint4(0, 0, 0, 0);
+    xs[t][1] = in ? __ldg(xp + 1) : make_uint4(0, 0, 0, 0);
+  }
+}
+"""
+
 _CHUNK_MMA = r"""
 // One 64-column chunk of a lane's strip: four mma steps, each on one word of the chunk's 16 bytes.
 // x: the lane's inputs (token r of each tile, columns 16 j .. 16 j + 15 of the chunk) as 8 pairs.
@@ -155,13 +170,7 @@ __global__ void int4_mma_kernel(const T* __restrict__ x, const uint4* __restrict
       const uint4 wv = buf[d];
       if (cc + DEPTH < c1) buf[d] = load_once(wp + (size_t)(cc + DEPTH) * 32);
       uint4 xs[NT][2];
-      #pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const uint4* xp = (const uint4*)(x + (size_t)(t * 8 + r) * stride_x + cc * 64 + 16 * j);
-        const bool in = t * 8 + r < M;
-        xs[t][0] = in ? __ldg(xp) : make_uint4(0, 0, 0, 0);
-        xs[t][1] = in ? __ldg(xp + 1) : make_uint4(0, 0, 0, 0);
-      }
+      load_inputs<T, NT>(xs, x, cc, r, j, M, stride_x);
       chunk_mma<T, NT, ZERO>(wv, xs, cg, cz);
       if ((cc + 1) % gc) continue;
       const int g = cc / gc;                             // a group ends: its scale (and zero)
@@ -230,7 +239,7 @@ void int4_mma_launch(bool bf16, bool zero, const void* x, const void* w, const v
 """
 
 # %% ../../nbs/05b2_int4_mma.ipynb #c38fa1c7
-CUDA_SRC = _HELPERS + _CHUNK_MMA + _KERNEL + _REDUCE + _LAUNCH
+CUDA_SRC = _HELPERS + _INPUTS + _CHUNK_MMA + _KERNEL + _REDUCE + _LAUNCH
 
 CPP_SRC = r"""
 #include <torch/extension.h>
@@ -332,14 +341,16 @@ class MMAQuantLinear(TritonQuantLinear):
         if ok: self.words = shuffle_int4(unpack_int4(self.qweight, self.group_size))
         return ok
 
+    def mma(self, x2):
+        "x2 @ W.T (+ bias) by the prepared words, for x2 (M <= MMA_MAX_M, K) contiguous."
+        return int4_mma(x2, self.words, self.scales, self.zeros, self.bias, self.group_size)
+
     def forward(self, x):
         if (self.words is not None and not isinstance(x, ByteSplit) and x.is_cuda
                 and x.dtype == self.scales.dtype):
             x2 = x.reshape(-1, self.in_features)
             if x2.shape[0] <= MMA_MAX_M:
-                y = int4_mma(x2.contiguous(), self.words, self.scales, self.zeros, self.bias,
-                             self.group_size)
-                return y.reshape(*x.shape[:-1], self.out_features)
+                return self.mma(x2.contiguous()).reshape(*x.shape[:-1], self.out_features)
         return super().forward(x)
 
 
@@ -348,16 +359,20 @@ class MMAOps(SmallBatchOps):
     def forward_layers(self, model, h, positions, attn): return None
 
 
-def after_quant(model) -> int:
-    """05b0's int8 fusions; then, where int4_mma builds, every int4 layer prepared, and from
-    MMA_STACK_MIN_HIDDEN (all of them prepared) 04i's fused stack replaced by MMAOps. Returns the
-    layers prepared."""
-    fuse_byte_split(model)
-    layers = [m for m in model.modules() if isinstance(m, MMAQuantLinear) and m.bits == 4]
+def prepare_layers(model, layers, extension) -> int:
+    """`layers` prepared where their kernel (`extension()`) builds, and from MMA_STACK_MIN_HIDDEN
+    (all of them prepared) 04i's fused stack replaced by MMAOps. Returns the layers prepared."""
     if not layers or not layers[0].qweight.is_cuda or extension() is None: return 0
     done = sum(m.prepare() for m in layers)
     wide = min(m.in_features for m in layers) >= MMA_STACK_MIN_HIDDEN   # the hidden size
     if done == len(layers) and wide and isinstance(getattr(model, "ops", None), SmallBatchOps):
-        use_ops(model, MMAOps())                               # every int4 product is int4_mma's
+        use_ops(model, MMAOps())                               # every product is the kernel's
     torch.cuda.empty_cache()                                 # the shuffles' temporaries
     return done
+
+
+def after_quant(model) -> int:
+    "05b0's int8 fusions; then every int4 layer prepared for int4_mma (prepare_layers)."
+    fuse_byte_split(model)
+    int4 = [m for m in model.modules() if isinstance(m, MMAQuantLinear) and m.bits == 4]
+    return prepare_layers(model, int4, extension)

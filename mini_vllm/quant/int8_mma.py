@@ -8,16 +8,13 @@ Docs: https://mini-vllm.github.io/mini_vllm/int8_mma.html.md"""
 __all__ = ['CUDA_SRC8', 'CPP_SRC8', 'shuffle_int8', 'extension8', 'int8_mma', 'TensorCoreLinear', 'after_quant']
 
 # %% ../../nbs/05b3_int8_mma.ipynb #53872c15
-import functools, os, warnings
+import functools, os
 
 import torch
 
-from .int4_mma import (_HELPERS, _REDUCE, CHUNK, MMA_MAX_M, MMA_STACK_MIN_HIDDEN,
-                                      MMAOps, MMAQuantLinear, build_extension, mma_warps)
+from .int4_mma import (_HELPERS, _INPUTS, _REDUCE, CHUNK, MMAQuantLinear,
+                                      build_extension, mma_warps, prepare_layers)
 from .int4_mma import after_quant as int4_after_quant
-from .quant_kernels import ByteSplit, TritonQuantLinear
-from ..fast.small_batch import SmallBatchOps
-from ..model import use_ops
 
 # %% ../../nbs/05b3_int8_mma.ipynb #5f8dd3c3
 def shuffle_int8(q: torch.Tensor) -> torch.Tensor:
@@ -80,13 +77,7 @@ __global__ void int8_mma_kernel(const T* __restrict__ x, const uint4* __restrict
         #pragma unroll
         for (int i = 0; i < 2; ++i) buf[d][i] = load_once(wp + (2 * (cc + DEPTH) + i) * 32);
       uint4 xs[NT][2];
-      #pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const uint4* xp = (const uint4*)(x + (size_t)(t * 8 + r) * stride_x + cc * 64 + 16 * j);
-        const bool in = t * 8 + r < M;
-        xs[t][0] = in ? __ldg(xp) : make_uint4(0, 0, 0, 0);
-        xs[t][1] = in ? __ldg(xp + 1) : make_uint4(0, 0, 0, 0);
-      }
+      load_inputs<T, NT>(xs, x, cc, r, j, M, stride_x);
       #pragma unroll
       for (int s = 0; s < 4; ++s) {              // load s / 2, its words 2 (s % 2) and + 1
         const uint32_t* ws = (const uint32_t*)&wv[s / 2] + 2 * (s % 2);
@@ -127,7 +118,7 @@ void int8_mma_launch(bool bf16, const void* x, const void* w, const void* s, con
 """
 
 # %% ../../nbs/05b3_int8_mma.ipynb #230e42c9
-CUDA_SRC8 = _HELPERS + _BYTES + _KERNEL8 + _REDUCE + _LAUNCH8
+CUDA_SRC8 = _HELPERS + _INPUTS + _BYTES + _KERNEL8 + _REDUCE + _LAUNCH8
 
 CPP_SRC8 = r"""
 #include <torch/extension.h>
@@ -191,15 +182,10 @@ class TensorCoreLinear(MMAQuantLinear):
         if ok: self.words = shuffle_int8(self.qweight)
         return ok
 
-    def forward(self, x):
-        if self.bits == 4: return super().forward(x)
-        if (self.words is not None and not isinstance(x, ByteSplit) and x.is_cuda
-                and x.dtype == self.scales.dtype):
-            x2 = x.reshape(-1, self.in_features)
-            if x2.shape[0] <= MMA_MAX_M:
-                y = int8_mma(x2.contiguous(), self.words, self.scales, self.bias)
-                return y.reshape(*x.shape[:-1], self.out_features)
-        return TritonQuantLinear.forward(self, x)
+    def mma(self, x2):
+        "x2 @ W.T (+ bias) by the prepared words: int8_mma's, or int4_mma's for int4."
+        if self.bits == 4: return super().mma(x2)
+        return int8_mma(x2, self.words, self.scales, self.bias)
 
 
 def after_quant(model, int8: bool | None = None) -> int:
@@ -208,11 +194,6 @@ def after_quant(model, int8: bool | None = None) -> int:
     prepared) 04i's fused stack replaced by MMAOps. Returns the layers prepared."""
     done = int4_after_quant(model)
     if int8 is None: int8 = os.environ.get("MINI_VLLM_INT8_MMA") == "1"
+    if not int8: return done
     layers = [m for m in model.modules() if isinstance(m, TensorCoreLinear) and m.bits == 8]
-    if not int8 or not layers or not layers[0].qweight.is_cuda or extension8() is None: return done
-    ready = sum(m.prepare() for m in layers)
-    wide = min(m.in_features for m in layers) >= MMA_STACK_MIN_HIDDEN   # the hidden size
-    if ready == len(layers) and wide and isinstance(getattr(model, "ops", None), SmallBatchOps):
-        use_ops(model, MMAOps())
-    torch.cuda.empty_cache()
-    return done + ready
+    return done + prepare_layers(model, layers, extension8)
