@@ -100,7 +100,7 @@ def main():
                 row["cublas_bf16"] = chain_us(lambda i: F.linear(x, lins[i % copies].weight))
                 row["triton_05b0"] = chain_us(lambda i: TritonQuantLinear.forward(new[i % copies], x))
                 row[name] = chain_us(lambda i: new[i % copies](x))
-                for w in (4, 8, 16):
+                for w in (4, 8, 16) if M <= 8 else (4, 8):       # two tiles: at most 8 warps
                     row[f"{name}_w{w}"] = chain_us(lambda i: kernel(x, new[i % copies].words,
                                                                    new[i % copies].scales, warps=w))
                 weight_bytes = N * K / 2 + N * K / 128 * 2 if a.bits == 4 else N * K + N * 2

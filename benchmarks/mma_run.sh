@@ -1,8 +1,9 @@
 # The tensor-core kernels of chapters 05b2 (int4) and 05b3 (int8) on one GPU, in one go, logs under $OUT:
 # 05b3's and 05b2's GPU cells (outputs saved to $OUT/executed, merged by tools/merge_outputs.py), the int8
 # products a layer at a time, and the engine's Llama-3-8B token with int8 through 05b3's kernel, through 05b0's,
-# and in bf16, each in its own process. STEPS picks and orders the parts; the [batch1] lines and the last lines
-# of each part go to $OUT/times.txt. On the device machine, wheels of what its image lacks in .whlf/.
+# and in bf16, each in its own process. STEPS picks and orders the parts (step@B: B requests together); the
+# [batch1] lines and the last lines of each part go to $OUT/times.txt. On the device machine, wheels of what
+# its image lacks in .whlf/.
 #
 #     MINI_VLLM_COMMIT=$(git rev-parse --short HEAD) [STEPS="cells3 bench8 int8 int8off none cells2"] \
 #         bash benchmarks/mma_run.sh
@@ -14,17 +15,19 @@ OUT=${OUT:-/tmp/mma_run}
 mkdir -p $OUT/executed
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader > $OUT/gpu.txt
 t() { echo "== $(date +%T) $*" >> $OUT/times.txt; }
-eng() {  # shape, quantization (or ""), tag, environment
-  t "$1 $2 $3"
-  env $4 python3 benchmarks/gpu_bench.py --out /tmp/g_$3 --sections env,batch1 --batch1-variants small_batch \
-    --shape $1 ${2:+--quantization $2} > $OUT/$1_$3.log 2>&1
-  grep "^\[batch1\]" $OUT/$1_$3.log | cut -c1-400 >> $OUT/times.txt
+eng() {  # shape, quantization (or ""), tag, environment; requests together: $B (1 by default)
+  t "$1 $2 $3 requests ${B:-1}"
+  env $4 python3 benchmarks/gpu_bench.py --out /tmp/g_$3_${B:-1} --sections env,batch1 --batch1-size ${B:-1} \
+    --batch1-variants small_batch --shape $1 ${2:+--quantization $2} > $OUT/$1_$3_b${B:-1}.log 2>&1
+  grep "^\[batch1\]" $OUT/$1_$3_b${B:-1}.log | cut -c1-400 >> $OUT/times.txt
 }
 cells() {  # notebook, log name
-  t "$2"; python3 tools/run_cells.py --flags gpu --save-outputs $OUT/executed $1 > $OUT/$2.log 2>&1
+  t "$2"; PYTHONFAULTHANDLER=1 python3 tools/run_cells.py --flags gpu --save-outputs $OUT/executed $1 > $OUT/$2.log 2>&1
   tail -3 $OUT/$2.log >> $OUT/times.txt
 }
-for step in ${STEPS:-cells3 bench8 int8 int8off none cells2}; do case $step in
+for each in ${STEPS:-cells3 bench8 int8 int8off none cells2}; do  # a step, or step@B: B requests together
+  step=${each%@*}; B=1; [ "$step" != "$each" ] && B=${each#*@}
+  case $step in
   cells3) cells nbs/05b3_int8_mma.ipynb cells_05b3;;
   cells2) cells nbs/05b2_int4_mma.ipynb cells_05b2;;
   bench8) t bench8; python3 benchmarks/int4_mma_bench.py --bits 8 --out $OUT/int8_mma_bench.json > $OUT/bench8.log 2>&1
