@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader > $OUT/gpu.txt
 t() { echo "== $(date +%T) $*" >> $OUT/times.txt; }
 eng() {  # shape, quantization (or ""), tag, environment; requests together: $B (1 by default)
   t "$1 $2 $3 requests ${B:-1}"
-  env $4 python3 benchmarks/gpu_bench.py --out /tmp/g_$3_${B:-1} --sections env,batch1 --batch1-size ${B:-1} \
+  env $4 python3 benchmarks/gpu_bench.py --out $OUT/g_$3_b${B:-1} --sections env,batch1 --batch1-size ${B:-1} \
     --batch1-variants small_batch --shape $1 ${2:+--quantization $2} > $OUT/$1_$3_b${B:-1}.log 2>&1
   grep "^\[batch1\]" $OUT/$1_$3_b${B:-1}.log | cut -c1-400 >> $OUT/times.txt
 }
