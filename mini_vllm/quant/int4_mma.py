@@ -359,13 +359,15 @@ class MMAOps(SmallBatchOps):
     def forward_layers(self, model, h, positions, attn): return None
 
 
-def prepare_layers(model, layers, extension) -> int:
-    """`layers` prepared where their kernel (`extension()`) builds, and from MMA_STACK_MIN_HIDDEN
-    (all of them prepared) 04i's fused stack replaced by MMAOps. Returns the layers prepared."""
+def prepare_layers(model, layers, extension, unfuse: bool = True) -> int:
+    """`layers` prepared where their kernel (`extension()`) builds, and if `unfuse`, from
+    MMA_STACK_MIN_HIDDEN (all of them prepared) 04i's fused stack replaced by MMAOps. Returns the
+    layers prepared."""
     if not layers or not layers[0].qweight.is_cuda or extension() is None: return 0
     done = sum(m.prepare() for m in layers)
     wide = min(m.in_features for m in layers) >= MMA_STACK_MIN_HIDDEN   # the hidden size
-    if done == len(layers) and wide and isinstance(getattr(model, "ops", None), SmallBatchOps):
+    stack = isinstance(getattr(model, "ops", None), SmallBatchOps)
+    if unfuse and done == len(layers) and wide and stack:
         use_ops(model, MMAOps())                               # every product is the kernel's
     torch.cuda.empty_cache()                                 # the shuffles' temporaries
     return done

@@ -190,10 +190,10 @@ class TensorCoreLinear(MMAQuantLinear):
 
 def after_quant(model, int8: bool | None = None) -> int:
     """05b2's after_quant; then, if `int8` (by default: MINI_VLLM_INT8_MMA=1 in the environment) and
-    int8_mma builds, every int8 layer prepared, and from MMA_STACK_MIN_HIDDEN (all of them
-    prepared) 04i's fused stack replaced by MMAOps. Returns the layers prepared."""
+    int8_mma builds, every int8 layer prepared for steps of 3 to MMA_MAX_M tokens; 04i's fused
+    stack keeps one and two. Returns the layers prepared."""
     done = int4_after_quant(model)
     if int8 is None: int8 = os.environ.get("MINI_VLLM_INT8_MMA") == "1"
     if not int8: return done
     layers = [m for m in model.modules() if isinstance(m, TensorCoreLinear) and m.bits == 8]
-    return done + prepare_layers(model, layers, extension8)
+    return done + prepare_layers(model, layers, extension8, unfuse=False)
