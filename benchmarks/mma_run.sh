@@ -3,7 +3,9 @@
 # products a layer at a time, and the engine's Llama-3-8B token with int8 through 05b3's kernel, through 05b0's,
 # and in bf16, each in its own process. STEPS picks and orders the parts (step@B: B requests together); the
 # [batch1] lines and the last lines of each part go to $OUT/times.txt. On the device machine, wheels of what
-# its image lacks in .whlf/.
+# its image lacks in .whlf/. Also: sweep8, the one-token GEMV's tiles swept in a chain of Llama-3-8B's layers for
+# int8 (quant_chain_sweep.py), the best of each shape written to $OUT/tiling8.json; int8t, the engine's int8 token
+# with those tiles (05b0's kernels).
 #
 #     MINI_VLLM_COMMIT=$(git rev-parse --short HEAD) [STEPS="cells3 bench8 int8 int8off none cells2"] \
 #         bash benchmarks/mma_run.sh
@@ -15,10 +17,11 @@ OUT=${OUT:-/tmp/mma_run}
 mkdir -p $OUT/executed
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader > $OUT/gpu.txt
 t() { echo "== $(date +%T) $*" >> $OUT/times.txt; }
-eng() {  # shape, quantization (or ""), tag, environment; requests together: $B (1 by default)
+eng() {  # shape, quantization (or ""), tag, environment; requests together: $B (1 by default); tiles: $QT
   t "$1 $2 $3 requests ${B:-1}"
   env $4 python3 benchmarks/gpu_bench.py --out $OUT/g_$3_b${B:-1} --sections env,batch1 --batch1-size ${B:-1} \
-    --batch1-variants small_batch --shape $1 ${2:+--quantization $2} > $OUT/$1_$3_b${B:-1}.log 2>&1
+    --batch1-variants small_batch --shape $1 ${2:+--quantization $2} ${QT:+--quant-tiling "$(cat $QT)"} \
+    > $OUT/$1_$3_b${B:-1}.log 2>&1
   grep "^\[batch1\]" $OUT/$1_$3_b${B:-1}.log | cut -c1-400 >> $OUT/times.txt
 }
 cells() {  # notebook, log name
@@ -35,5 +38,9 @@ for each in ${STEPS:-cells3 bench8 int8 int8off none cells2}; do  # a step, or s
   int8) eng llama3_8b int8 int8 MINI_VLLM_INT8_MMA=1;;
   int8off) eng llama3_8b int8 int8_off MINI_VLLM_INT8_MMA=0;;
   none) eng llama3_8b "" none;;
+  sweep8) t sweep8; python3 benchmarks/experiments/quant_chain_sweep.py --shape llama3_8b --formats int8 \
+            --block-n 1,2,4,8,16 --out $OUT/sweep8 --tiling-out $OUT/tiling8.json > $OUT/sweep8.log 2>&1
+          tail -6 $OUT/sweep8.log >> $OUT/times.txt; cat $OUT/tiling8.json >> $OUT/times.txt;;
+  int8t) QT=$OUT/tiling8.json eng llama3_8b int8 int8_tiled MINI_VLLM_INT8_MMA=0;;
 esac; done
 t end

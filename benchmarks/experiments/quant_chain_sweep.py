@@ -2,7 +2,10 @@
 (qkv with RoPE and the cache write, o + residual, gate/up with the norm and SwiGLU, down + residual; no attention)
 recorded into one CUDA graph with PDL and replayed. Each shape's tiling is varied while the others keep the table's
 (small_batch.GEMV_TILING / QUANT_TILING); then the best of each shape together. bf16, int8 and int4 weights (05,
-symmetric, groups of 128). Writes quant_chain_sweep.json into --out. Run from the repo root on a CUDA GPU:
+symmetric, groups of 128). Writes quant_chain_sweep.json into --out. `--shape llama3_8b`: Llama-3-8B's layers instead
+(8 of them by default, --layers), the tilings keyed by the shape as the model's table is (qkv, narrow for o, swiglu for
+gate/up, deep for down), so that --tiling-out writes the best as gpu_bench.py's --quant-tiling. Run from the repo root
+on a CUDA GPU:
   python benchmarks/experiments/quant_chain_sweep.py --out $OUT [--formats int8,int4,bf16] [--rows 2] [--table-only bf16]
 """
 import argparse, itertools, json, os, sys, time
@@ -11,6 +14,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))     # the repo root
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # benchmarks/
+from workload import shape_config  # noqa: E402
 from mini_vllm.fast import small_batch as sb  # noqa: E402
 from mini_vllm.loading import ModelConfig  # noqa: E402
 from mini_vllm.model import rope_tables  # noqa: E402
@@ -18,6 +23,19 @@ from mini_vllm.quant.quantization import QuantLinear  # noqa: E402
 
 SHAPES = {"qkv": (2560, 2048), "o": (2048, 2048), "gate_up": (11264, 2048), "down": (2048, 5632)}
 LAYERS, DT = 22, torch.bfloat16
+KINDS = {"qkv": "qkv", "o": "narrow", "gate_up": "swiglu", "down": "deep"}   # the table's key of each shape
+CFG = ModelConfig("llama", 32000, 2048, 22, 32, 4, 64, 5632, 2048, 1e-5)
+
+
+def use_shape(name: str, layers: int):
+    "Take a model shape of workload.SHAPES (Llama's layers) instead of TinyLlama's."
+    global SHAPES, LAYERS, CFG
+    c = shape_config(name)
+    H, D, I = c["hidden_size"], c["hidden_size"] // c["num_attention_heads"], c["intermediate_size"]
+    CFG = ModelConfig("llama", c["vocab_size"], H, c["num_hidden_layers"], c["num_attention_heads"],
+                      c["num_key_value_heads"], D, I, c["max_position_embeddings"], 1e-5)
+    N = (c["num_attention_heads"] + 2 * c["num_key_value_heads"]) * D
+    SHAPES, LAYERS = {"qkv": (N, H), "o": (H, H), "gate_up": (2 * I, H), "down": (H, I)}, layers
 
 
 def weights(fmt: str) -> list[dict]:
@@ -39,13 +57,13 @@ def weights(fmt: str) -> list[dict]:
 class Layers:
     "The model's small-batch calls for one token through every layer, each shape's tiling overridable."
     def __init__(self, ws, rows=1):
-        self.ws, self.nw = ws, torch.ones(2048, device="cuda", dtype=DT)
-        self.cos, self.sin = (t.cuda() for t in rope_tables(ModelConfig("llama", 32000, 2048, 22, 32, 4, 64, 5632,
-                                                                             2048, 1e-5)))
-        self.kc = torch.zeros(64, 16, 4, 64, device="cuda", dtype=DT)
+        H = CFG.hidden_size
+        self.ws, self.nw = ws, torch.ones(H, device="cuda", dtype=DT)
+        self.cos, self.sin = (t.cuda() for t in rope_tables(CFG))
+        self.kc = torch.zeros(64, 16, CFG.num_kv_heads, CFG.head_dim, device="cuda", dtype=DT)
         self.vc, self.zero = self.kc.clone(), torch.zeros(rows, dtype=torch.long, device="cuda")
         self.slots = torch.arange(rows, device="cuda")
-        self.h = torch.randn(rows, 2048, device="cuda", dtype=DT) * 0.1
+        self.h = torch.randn(rows, H, device="cuda", dtype=DT) * 0.1
 
     def __call__(self, over: dict):
         t, h, nw = lambda n: over.get(n, {}), self.h, self.nw
@@ -53,8 +71,8 @@ class Layers:
         for layer in self.ws:
             (wq, kq), (wo, ko), (wg, kg), (wd, kd) = (layer[n] for n in SHAPES)
             qkv = sb.qkv_rope_write(h, nw, 1e-5, wq, None, self.cos, self.sin, self.zero, self.slots, self.kc, self.vc,
-                                    32, 4, 64, pdl=True, **kq, **tq)
-            sb.gemv(qkv[:, :2048], wo, residual=h, out=h, pdl=True, **ko, **t("o"))
+                                    CFG.num_heads, CFG.num_kv_heads, CFG.head_dim, pdl=True, **kq, **tq)
+            sb.gemv(qkv[:, :CFG.hidden_size], wo, residual=h, out=h, pdl=True, **ko, **t("o"))
             g = sb.gemv(h, wg, silu_out=True, norm_weight=nw, pdl=True, **kg, **t("gate_up"))
             sb.gemv(g, wd, residual=h, out=h, pdl=True, **kd, **t("down"))
 
@@ -94,7 +112,12 @@ def main():
     p.add_argument("--warps", default="4,8", help="warps a program, tried for every shape")
     p.add_argument("--block-k", default="", help="chunks of weights tried (default: by --rows)")
     p.add_argument("--block-n", default="", help="rows a program tried (default: 1, 2, 4, 8)")
+    p.add_argument("--shape", default="tinyllama", help="a model shape of workload.SHAPES with Llama's layers")
+    p.add_argument("--layers", type=int, default=None, help="layers in the chain (default: 22, 8 past TinyLlama's)")
+    p.add_argument("--tiling-out", default="", help="write the last swept format's best as gpu_bench's --quant-tiling")
     args = p.parse_args()
+    if args.shape != "tinyllama": use_shape(args.shape, args.layers or 8)
+    elif args.layers: globals()["LAYERS"] = args.layers
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
     res = {"env": {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "command": " ".join(sys.argv),
                    "commit": os.environ.get("MINI_VLLM_COMMIT", "unknown")}}
@@ -119,6 +142,10 @@ def main():
         r["best_together"], r["table_again"] = graph_us(lambda: run(best)), graph_us(lambda: run({}))
         print(f"  the best of each shape together {r['best_together']:.2f}; the table again {r['table_again']:.2f}")
         (out / "quant_chain_sweep.json").write_text(json.dumps(res, indent=1))
+        if args.tiling_out and fmt in ("int8", "int4"):            # gpu_bench's --quant-tiling: "bits,rows,kind"
+            m = 1 << (args.rows - 1).bit_length()
+            Path(args.tiling_out).write_text(json.dumps(
+                {f"{fmt[3]},{m},{KINDS[n]}": dict(b, num_stages=1) for n, b in best.items()}))
         del run; torch.cuda.empty_cache()
 
 
