@@ -256,10 +256,10 @@ torch::Tensor int4_mma(torch::Tensor x, torch::Tensor w, torch::Tensor scales,
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0) * 16;
   const auto dt = x.scalar_type();
   TORCH_CHECK(x.is_cuda() && (dt == at::kBFloat16 || dt == at::kHalf), "x: bf16 or fp16, CUDA");
-  TORCH_CHECK(M <= 16, "x: at most 16 rows, got ", M);
+  TORCH_CHECK(M <= 16, "x: at most 16 rows");
   TORCH_CHECK(w.dim() == 4 && w.size(1) * 64 == K && w.size(2) == 32 && w.size(3) == 4
               && w.is_contiguous() && w.scalar_type() == at::kInt && w.device() == x.device(),
-              "w: shuffle_int4's words of ", K, " columns, on x's device");
+              "w: shuffle_int4's words of x's columns, on x's device");
   TORCH_CHECK(group % 64 == 0 && K % group == 0, "group_size: a multiple of 64 dividing K");
   TORCH_CHECK(x.stride(1) == 1 && x.stride(0) % 8 == 0 && (uintptr_t)x.data_ptr() % 16 == 0,
               "x: rows of 16-byte aligned columns");
