@@ -138,6 +138,7 @@ def main():
                 except Exception as e: r[key] = repr(e)[:200]; continue
                 if not r["best"].get(name) or r[key] < r[r["best"][name]["key"]]: r["best"][name] = dict(key=key, **c)
             print(f"  {name}: best {r['best'][name]['key']} {r[r['best'][name]['key']]:.2f}", flush=True)
+            (out / "quant_chain_sweep.json").write_text(json.dumps(res, indent=1))    # a run cut short keeps it
         best = {n: {k: v for k, v in b.items() if k != "key"} for n, b in r["best"].items()}
         r["best_together"], r["table_again"] = graph_us(lambda: run(best)), graph_us(lambda: run({}))
         print(f"  the best of each shape together {r['best_together']:.2f}; the table again {r['table_again']:.2f}")
