@@ -4,8 +4,9 @@
 # and in bf16, each in its own process. STEPS picks and orders the parts (step@B: B requests together); the
 # [batch1] lines and the last lines of each part go to $OUT/times.txt. On the device machine, wheels of what
 # its image lacks in .whlf/. Also: sweep8, the one-token GEMV's tiles swept in a chain of Llama-3-8B's layers for
-# int8 (quant_chain_sweep.py), the best of each shape written to $OUT/tiling8.json; int8t, the engine's int8 token
-# with those tiles (05b0's kernels).
+# int8 (quant_chain_sweep.py; SWEEP_SHAPES, e.g. down, for some of qkv,o,gate_up,down), the best of each shape
+# written to $OUT/tiling8.json; int8t, the engine's int8 token with the tiles in that file, or in $QT8 (05b0's
+# kernels).
 #
 #     MINI_VLLM_COMMIT=$(git rev-parse --short HEAD) [STEPS="cells3 bench8 int8 int8off none cells2"] \
 #         bash benchmarks/mma_run.sh
@@ -39,8 +40,9 @@ for each in ${STEPS:-cells3 bench8 int8 int8off none cells2}; do  # a step, or s
   int8off) eng llama3_8b int8 int8_off MINI_VLLM_INT8_MMA=0;;
   none) eng llama3_8b "" none;;
   sweep8) t sweep8; python3 benchmarks/experiments/quant_chain_sweep.py --shape llama3_8b --formats int8 \
-            --block-n 1,2,4,8,16 --out $OUT/sweep8 --tiling-out $OUT/tiling8.json > $OUT/sweep8.log 2>&1
+            --block-n 1,2,4,8,16 ${SWEEP_SHAPES:+--shapes $SWEEP_SHAPES} --out $OUT/sweep8 \
+            --tiling-out $OUT/tiling8.json > $OUT/sweep8.log 2>&1
           tail -6 $OUT/sweep8.log >> $OUT/times.txt; cat $OUT/tiling8.json >> $OUT/times.txt;;
-  int8t) QT=$OUT/tiling8.json eng llama3_8b int8 int8_tiled MINI_VLLM_INT8_MMA=0;;
+  int8t) QT=${QT8:-$OUT/tiling8.json} eng llama3_8b int8 int8_tiled MINI_VLLM_INT8_MMA=0;;
 esac; done
 t end

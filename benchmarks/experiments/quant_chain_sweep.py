@@ -115,6 +115,7 @@ def main():
     p.add_argument("--shape", default="tinyllama", help="a model shape of workload.SHAPES with Llama's layers")
     p.add_argument("--layers", type=int, default=None, help="layers in the chain (default: 22, 8 past TinyLlama's)")
     p.add_argument("--tiling-out", default="", help="write the last swept format's best as gpu_bench's --quant-tiling")
+    p.add_argument("--shapes", default=",".join(SHAPES), help="the layer's shapes swept (the others keep the table's)")
     args = p.parse_args()
     if args.shape != "tinyllama": use_shape(args.shape, args.layers or 8)
     elif args.layers: globals()["LAYERS"] = args.layers
@@ -129,7 +130,7 @@ def main():
         if fmt in args.table_only.split(","):
             (out / "quant_chain_sweep.json").write_text(json.dumps(res, indent=1))
             continue
-        for name in SHAPES:
+        for name in args.shapes.split(","):
             for c in configs(name, args.rows, [int(w) for w in args.warps.split(",")],
                                [int(b) for b in args.block_k.split(",") if b],
                                [int(b) for b in args.block_n.split(",") if b]):
