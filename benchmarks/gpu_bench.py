@@ -590,6 +590,8 @@ def main(argv=None):
     p.add_argument("--batch1-size", type=int, default=1, help="batch1 section: requests decoded together (1, 2, ...)")
     p.add_argument("--batch1-variants", default=",".join(BATCH1_VARIANTS), help=f"from {','.join(BATCH1_VARIANTS)}")
     p.add_argument("--quant-tiling", default=None, help='JSON {"bits,rows,kind": tiling} over small_batch.QUANT_TILING')
+    p.add_argument("--quant-lm-head", action="store_true", help="--quantization's format for the LM head too "
+                   "(quantize_model's lm_head=True; by default it stays in the model's dtype)")
     p.add_argument("--qmm-tma-rows", default=None, help="LO,HI over quant_kernels.QMM_TMA_ROWS (0,0: never through TMA)")
     p.add_argument("--byte-split-rows", default=None,
                    help='over quant_kernels.BYTE_SPLIT_ROWS: LO,HI for every kind, or JSON {"kind": [LO, HI]} for '
@@ -619,6 +621,11 @@ def main(argv=None):
             bits, m, kind = key.split(",")
             sb.QUANT_TILING[(int(bits), int(m), kind)] = t
         RESULTS["quant_tiling"] = json.loads(args.quant_tiling)
+    if args.quant_lm_head:                                          # every quantize_model call of the engines
+        from mini_vllm.quant import quantization as qz
+        plain = qz.quantize_model
+        qz.quantize_model = lambda *a, **kw: plain(*a, **{**kw, "lm_head": True})
+        RESULTS["quant_lm_head"] = True
     if args.qmm_tma_rows:                                           # chapter 05's int8 products through TMA: which rows
         from mini_vllm.quant import quant_kernels as qk
         qk.QMM_TMA_ROWS = tuple(int(v) for v in args.qmm_tma_rows.split(","))

@@ -6,7 +6,7 @@
 # its image lacks in .whlf/. Also: sweep8, the one-token GEMV's tiles swept in a chain of Llama-3-8B's layers for
 # int8 (quant_chain_sweep.py; SWEEP_SHAPES, e.g. down, for some of qkv,o,gate_up,down), the best of each shape
 # written to $OUT/tiling8.json; int8t, the engine's int8 token with the tiles in that file, or in $QT8 (05b0's
-# kernels).
+# kernels); int8h, the int8 token with the LM head in int8 too.
 #
 #     MINI_VLLM_COMMIT=$(git rev-parse --short HEAD) [STEPS="cells3 bench8 int8 int8off none cells2"] \
 #         bash benchmarks/mma_run.sh
@@ -18,10 +18,12 @@ OUT=${OUT:-/tmp/mma_run}
 mkdir -p $OUT/executed
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader > $OUT/gpu.txt
 t() { echo "== $(date +%T) $*" >> $OUT/times.txt; }
-eng() {  # shape, quantization (or ""), tag, environment; requests together: $B (1 by default); tiles: $QT
+eng() {  # shape, quantization (or ""), tag, environment; requests together: $B (1 by default); tiles: $QT;
+         # the LM head quantized too: $HEAD
   t "$1 $2 $3 requests ${B:-1}"
   env $4 python3 benchmarks/gpu_bench.py --out $OUT/g_$3_b${B:-1} --sections env,batch1 --batch1-size ${B:-1} \
     --batch1-variants small_batch --shape $1 ${2:+--quantization $2} ${QT:+--quant-tiling "$(cat $QT)"} \
+    ${HEAD:+--quant-lm-head} \
     > $OUT/$1_$3_b${B:-1}.log 2>&1
   grep "^\[batch1\]" $OUT/$1_$3_b${B:-1}.log | cut -c1-400 >> $OUT/times.txt
 }
@@ -44,5 +46,6 @@ for each in ${STEPS:-cells3 bench8 int8 int8off none cells2}; do  # a step, or s
             --tiling-out $OUT/tiling8.json > $OUT/sweep8.log 2>&1
           tail -6 $OUT/sweep8.log >> $OUT/times.txt; cat $OUT/tiling8.json >> $OUT/times.txt;;
   int8t) QT=${QT8:-$OUT/tiling8.json} eng llama3_8b int8 int8_tiled MINI_VLLM_INT8_MMA=0;;
+  int8h) HEAD=1 eng llama3_8b int8 int8_head MINI_VLLM_INT8_MMA=0;;
 esac; done
 t end
