@@ -6,7 +6,7 @@
 # its image lacks in .whlf/. Also: sweep8, the one-token GEMV's tiles swept in a chain of Llama-3-8B's layers for
 # int8 (quant_chain_sweep.py; SWEEP_SHAPES, e.g. down, for some of qkv,o,gate_up,down), the best of each shape
 # written to $OUT/tiling8.json; int8t, the engine's int8 token with the tiles in that file, or in $QT8 (05b0's
-# kernels); int8h, the int8 token with the LM head in int8 too.
+# kernels); int8h, the int8 token with the LM head in int8 too (and $QT8's tiles where it is set).
 #
 #     MINI_VLLM_COMMIT=$(git rev-parse --short HEAD) [STEPS="cells3 bench8 int8 int8off none cells2"] \
 #         bash benchmarks/mma_run.sh
@@ -46,6 +46,6 @@ for each in ${STEPS:-cells3 bench8 int8 int8off none cells2}; do  # a step, or s
             --tiling-out $OUT/tiling8.json > $OUT/sweep8.log 2>&1
           tail -6 $OUT/sweep8.log >> $OUT/times.txt; cat $OUT/tiling8.json >> $OUT/times.txt;;
   int8t) QT=${QT8:-$OUT/tiling8.json} eng llama3_8b int8 int8_tiled MINI_VLLM_INT8_MMA=0;;
-  int8h) HEAD=1 eng llama3_8b int8 int8_head MINI_VLLM_INT8_MMA=0;;
+  int8h) HEAD=1 QT=${QT8:-} eng llama3_8b int8 int8_head${QT8:+_tiled} MINI_VLLM_INT8_MMA=0;;
 esac; done
 t end
