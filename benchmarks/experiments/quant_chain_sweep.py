@@ -21,14 +21,12 @@ from mini_vllm.loading import ModelConfig  # noqa: E402
 from mini_vllm.model import rope_tables  # noqa: E402
 from mini_vllm.quant.quantization import QuantLinear  # noqa: E402
 
-SHAPES = {"qkv": (2560, 2048), "o": (2048, 2048), "gate_up": (11264, 2048), "down": (2048, 5632)}
-LAYERS, DT = 22, torch.bfloat16
+DT = torch.bfloat16
 KINDS = {"qkv": "qkv", "o": "narrow", "gate_up": "swiglu", "down": "deep"}   # the table's key of each shape
-CFG = ModelConfig("llama", 32000, 2048, 22, 32, 4, 64, 5632, 2048, 1e-5)
 
 
 def use_shape(name: str, layers: int):
-    "Take a model shape of workload.SHAPES (Llama's layers) instead of TinyLlama's."
+    "The chain's model: a shape of workload.SHAPES with Llama's layers (SHAPES, CFG), LAYERS of them."
     global SHAPES, LAYERS, CFG
     c = shape_config(name)
     H, D, I = c["hidden_size"], c["hidden_size"] // c["num_attention_heads"], c["intermediate_size"]
@@ -36,6 +34,9 @@ def use_shape(name: str, layers: int):
                       c["num_key_value_heads"], D, I, c["max_position_embeddings"], 1e-5)
     N = (c["num_attention_heads"] + 2 * c["num_key_value_heads"]) * D
     SHAPES, LAYERS = {"qkv": (N, H), "o": (H, H), "gate_up": (2 * I, H), "down": (H, I)}, layers
+
+
+use_shape("tinyllama", 22)
 
 
 def weights(fmt: str) -> list[dict]:
@@ -117,8 +118,7 @@ def main():
     p.add_argument("--tiling-out", default="", help="write the last swept format's best as gpu_bench's --quant-tiling")
     p.add_argument("--shapes", default=",".join(SHAPES), help="the layer's shapes swept (the others keep the table's)")
     args = p.parse_args()
-    if args.shape != "tinyllama": use_shape(args.shape, args.layers or 8)
-    elif args.layers: globals()["LAYERS"] = args.layers
+    use_shape(args.shape, args.layers or (22 if args.shape == "tinyllama" else 8))
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
     res = {"env": {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "command": " ".join(sys.argv),
                    "commit": os.environ.get("MINI_VLLM_COMMIT", "unknown")}}
