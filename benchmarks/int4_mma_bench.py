@@ -1,9 +1,8 @@
 """Chapter 05b2's int4 kernel (05b3's int8 kernel with `--bits 8`) on a GPU: checked against the dequantized
 weight, then timed a product at a time beside 05b0's layer (its GEMV up to two rows, `qmm` beyond) and cuBLAS on
 the bf16 weight, on TinyLlama's and Llama-3-8B's four products, 1-16 tokens, warps per strip 4, 8, 16 and
-`mma_warps`' choice. `--depths 4,8,16`: the int4 kernel also built with its weights streamed that many
-chunks ahead (the package's is 4), checked equal to the package's and timed at warps 4, 8, 16 as
-`int4_mma_d{depth}_w{warps}`.
+`mma_warps`' choice. `--depths 8,16`: the kernel also built with its weights streamed that many chunks ahead
+(the package's streams 4), checked equal to the package's and timed at each warps as `int4_mma_d{depth}_w{warps}`.
 
 Each timing is a CUDA graph of 20 calls, each on its own copy of the layer (copies enough to pass the L2 cache),
 timed by gpu_bench's `graph_us` (the median of 10 replays); microseconds a call. The figures in
@@ -22,7 +21,7 @@ import torch.nn.functional as F
 
 from mini_vllm.quant.int4_mma import (CPP_SRC, CUDA_SRC, build_extension, extension, int4_mma, mma_warps,
                                       shuffle_int4)
-from mini_vllm.quant.int8_mma import TensorCoreLinear, extension8, int8_mma, shuffle_int8
+from mini_vllm.quant.int8_mma import CPP_SRC8, CUDA_SRC8, TensorCoreLinear, extension8, int8_mma, shuffle_int8
 from mini_vllm.quant.quant_kernels import TritonQuantLinear
 from mini_vllm.quant.quantization import (dequantize_int4, dequantize_int8, quantize_int4, quantize_int8,
                                           unpack_int4)
@@ -74,12 +73,12 @@ def checks():
     return out
 
 
-def depth_variant(depth: int):
-    "05b2's int4 kernel built with its weights streamed `depth` 64-column chunks ahead of their use."
-    if depth == 4: return extension()
-    src = CUDA_SRC.replace("constexpr int DEPTH = 4;", f"constexpr int DEPTH = {depth};")
-    assert src != CUDA_SRC, "05b2's kernel no longer names its DEPTH"
-    return build_extension(f"mini_vllm_int4_mma_d{depth}", CPP_SRC, src, "int4_mma", "int4")
+def depth_variant(bits: int, depth: int):
+    "05b2's int4 (05b3's int8) kernel built with its weights streamed `depth` 64-column chunks ahead of use."
+    cpp, cuda = (CPP_SRC, CUDA_SRC) if bits == 4 else (CPP_SRC8, CUDA_SRC8)
+    src = cuda.replace("constexpr int DEPTH = 4;", f"constexpr int DEPTH = {depth};")
+    assert src != cuda, "the kernel no longer names its DEPTH"
+    return build_extension(f"mini_vllm_int{bits}_mma_d{depth}", cpp, src, f"int{bits}_mma", f"int{bits}")
 
 
 def main():
@@ -88,12 +87,12 @@ def main():
     ap.add_argument("--ms", default="1,2,4,8,16")
     ap.add_argument("--shapes", default="llama3_8b,tinyllama")
     ap.add_argument("--bits", type=int, default=4, choices=(4, 8))
-    ap.add_argument("--depths", default="", help="int4: the kernel also built streaming this many chunks ahead")
+    ap.add_argument("--depths", default="", help="the kernel also built streaming this many chunks ahead")
     a = ap.parse_args()
     t0 = time.time()
     assert (extension() if a.bits == 4 else extension8()) is not None
-    depths = {d: depth_variant(d) for d in map(int, filter(None, a.depths.split(",")))}
-    assert (a.bits == 4 or not depths) and all(depths.values())
+    depths = {d: depth_variant(a.bits, d) for d in map(int, filter(None, a.depths.split(",")))}
+    assert all(depths.values())
     kernel, group = (int4_mma, 128) if a.bits == 4 else (int8_mma, 64)
     name = f"int{a.bits}_mma"
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -119,11 +118,11 @@ def main():
                     row[f"{name}_w{w}"] = chain_us(lambda i: kernel(x, new[i % copies].words,
                                                                    new[i % copies].scales, warps=w))
                     for d, ext in depths.items():                # the same sums in the same order
-                        m = new[0]
-                        assert torch.equal(ext.int4_mma(x, m.words, m.scales, None, None, 128, w),
-                                           kernel(x, m.words, m.scales, warps=w)), (d, w)
-                        row[f"{name}_d{d}_w{w}"] = chain_us(lambda i: ext.int4_mma(
-                            x, new[i % copies].words, new[i % copies].scales, None, None, 128, w))
+                        run = getattr(ext, name)
+                        call = ((lambda m: run(x, m.words, m.scales, None, None, 128, w)) if a.bits == 4
+                                else (lambda m: run(x, m.words, m.scales, None, w)))
+                        assert torch.equal(call(new[0]), kernel(x, new[0].words, new[0].scales, warps=w)), (d, w)
+                        row[f"{name}_d{d}_w{w}"] = chain_us(lambda i: call(new[i % copies]))
                 weight_bytes = N * K / 2 + N * K / 128 * 2 if a.bits == 4 else N * K + N * 2
                 row[f"int{a.bits}_TBps"] = weight_bytes / row[name] / 1e6
                 res["rows"].append(row)
