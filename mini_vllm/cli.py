@@ -259,6 +259,7 @@ def serve_cmd(args):
 # %% ../nbs/08_cli.ipynb #f4ba1582
 QUANTIZE_EXAMPLES = """examples:
   mini-vllm quantize smollm2-int8 --quantization int8
+  mini-vllm quantize llama-int8 --model ./llama --quantization int8 --lm-head
   mini-vllm quantize smollm2-gptq --quantization int4 --group-size 64 --asymmetric \\
       --gptq text.txt --act-order
   mini-vllm serve --model smollm2-gptq
@@ -287,6 +288,9 @@ def add_quantize_parser(sub):
                         "text file")
     q.add_argument("--act-order", action="store_true",
                    help="GPTQ: the columns in order of decreasing input energy")
+    q.add_argument("--lm-head", action="store_true",
+                   help="the LM head rounded to the same format too (by default it keeps the "
+                        "model's dtype): fewer bytes a token, a little more perplexity (05a)")
 
 # %% ../nbs/08_cli.ipynb #95d5e5d6
 def quantize_cmd(args, out=None):
@@ -298,6 +302,9 @@ def quantize_cmd(args, out=None):
         raise ValueError("--asymmetric and --gptq apply to int4 only (int8 has one symmetric scale "
                          "per row)")
     if args.act_order and not args.gptq: raise ValueError("--act-order applies to --gptq only")
+    if args.lm_head and args.gptq:
+        raise ValueError("--lm-head applies to rounding to nearest (GPTQ calibrates the layers "
+                         "inside the blocks)")
     model = load_model(args.model, dtype="float32", device="cpu")
     symmetric = not args.asymmetric
     if args.gptq:
@@ -308,13 +315,13 @@ def quantize_cmd(args, out=None):
             raise ValueError(f"--gptq needs the model's tokenizer, and {model.path} has none")
         with open(args.gptq, encoding="utf-8") as f: ids = torch.tensor(tok.encode(f.read()))
         gptq_quantize_model(model, ids, args.group_size, symmetric, act_order=args.act_order)
-    else: quantize_model(model, args.quantization, args.group_size, symmetric)
+    else: quantize_model(model, args.quantization, args.group_size, symmetric, args.lm_head)
     folder = save_quantized(model, args.output)
     layers = [m for m in model.modules() if isinstance(m, QuantLinear)]
     q = layers[0]
     kind = "" if q.symmetric else "a"
     grid = f"groups of {q.group_size}, {kind}symmetric" if q.bits == 4 else "a scale per row"
-    how = grid + (", GPTQ" if args.gptq else "")
+    how = grid + (", GPTQ" if args.gptq else "") + (", the LM head too" if args.lm_head else "")
     print(f"{folder}: {len(layers)} linear layers in int{q.bits} ({how}); "
           f"serve it with: mini-vllm serve --model {folder}", file=out)
 
