@@ -592,6 +592,8 @@ def main(argv=None):
     p.add_argument("--quant-tiling", default=None, help='JSON {"bits,rows,kind": tiling} over small_batch.QUANT_TILING')
     p.add_argument("--quant-lm-head", action="store_true", help="--quantization's format for the LM head too "
                    "(quantize_model's lm_head=True; by default it stays in the model's dtype)")
+    p.add_argument("--mma-warps", default=None, help='JSON {"N": warps}: 05b2/05b3 tensor-core products of N '
+                   "outputs take these warps a strip (at most 8 past 8 rows) instead of mma_warps'")
     p.add_argument("--qmm-tma-rows", default=None, help="LO,HI over quant_kernels.QMM_TMA_ROWS (0,0: never through TMA)")
     p.add_argument("--byte-split-rows", default=None,
                    help='over quant_kernels.BYTE_SPLIT_ROWS: LO,HI for every kind, or JSON {"kind": [LO, HI]} for '
@@ -621,6 +623,12 @@ def main(argv=None):
             bits, m, kind = key.split(",")
             sb.QUANT_TILING[(int(bits), int(m), kind)] = t
         RESULTS["quant_tiling"] = json.loads(args.quant_tiling)
+    if args.mma_warps:                                              # int4_mma and int8_mma read it when called
+        from mini_vllm.quant import int4_mma as i4, int8_mma as i8
+        plain_warps, table = i4.mma_warps, {int(n): w for n, w in json.loads(args.mma_warps).items()}
+        i4.mma_warps = i8.mma_warps = lambda N, K, g, M: (min(table[N], 16 if M <= 8 else 8) if N in table
+                                                          else plain_warps(N, K, g, M))
+        RESULTS["mma_warps"] = table
     if args.quant_lm_head:                                          # every quantize_model call of the engines
         from mini_vllm.quant import quantization as qz
         plain = qz.quantize_model

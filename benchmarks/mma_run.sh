@@ -10,7 +10,8 @@
 # int4 products on Llama-3-8B's shape with the weights streamed 4, 8 and 16 chunks ahead; int4: the engine's int4
 # token; int4dD: the same with 05b2's kernel streaming D chunks ahead (the installed copy's source edited for the
 # step, then restored); depth8: 05b3's int8 products likewise. thruQ (Q: none, int8 or int4): the public workload's
-# 256 requests on Llama-3-8B's shape in Q.
+# 256 requests on Llama-3-8B's shape in Q. int4w: the int4 token with $MMA_WARPS (gpu_bench's --mma-warps; by
+# default 8 warps a strip for products of 4,096 outputs, o and down, where int4_mma_bench found 8 faster than 16).
 #
 #     MINI_VLLM_COMMIT=$(git rev-parse --short HEAD) [STEPS="cells3 bench8 int8 int8off none cells2"] \
 #         bash benchmarks/mma_run.sh
@@ -27,7 +28,7 @@ eng() {  # shape, quantization (or ""), tag, environment; requests together: $B 
   t "$1 $2 $3 requests ${B:-1}"
   env $4 python3 benchmarks/gpu_bench.py --out $OUT/g_$3_b${B:-1} --sections env,batch1 --batch1-size ${B:-1} \
     --batch1-variants small_batch --shape $1 ${2:+--quantization $2} ${QT:+--quant-tiling "$(cat $QT)"} \
-    ${HEAD:+--quant-lm-head} \
+    ${HEAD:+--quant-lm-head} ${MW:+--mma-warps "$MW"} \
     > $OUT/$1_$3_b${B:-1}.log 2>&1
   grep "^\[batch1\]" $OUT/$1_$3_b${B:-1}.log | cut -c1-400 >> $OUT/times.txt
 }
@@ -55,6 +56,7 @@ for each in ${STEPS:-cells3 bench8 int8 int8off none cells2}; do  # a step, or s
   depth8) t depth8; python3 benchmarks/int4_mma_bench.py --bits 8 --shapes llama3_8b --ms 1,2 --depths 8 \
             --out $OUT/int8_depth.json > $OUT/depth8.log 2>&1; tail -9 $OUT/depth8.log | cut -c1-600 >> $OUT/times.txt;;
   int4) eng llama3_8b int4 int4;;
+  int4w) MW=${MMA_WARPS:-'{"4096": 8}'} eng llama3_8b int4 int4_w;;
   thru*) q=${step#thru}; t thru $q; python3 benchmarks/gpu_bench.py --out $OUT/thru_$q --sections env,thru \
            --thru-variants async --shape llama3_8b $([ $q = none ] || echo --quantization $q) > $OUT/thru_$q.log 2>&1
          grep "output tok/s" $OUT/thru_$q.log >> $OUT/times.txt;;
