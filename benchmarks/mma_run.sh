@@ -9,7 +9,8 @@
 # kernels); int8h, the int8 token with the LM head in int8 too (and $QT8's tiles where it is set). depth4: 05b2's
 # int4 products on Llama-3-8B's shape with the weights streamed 4, 8 and 16 chunks ahead; int4: the engine's int4
 # token; int4dD: the same with 05b2's kernel streaming D chunks ahead (the installed copy's source edited for the
-# step, then restored); depth8: 05b3's int8 products likewise. thruQ (Q: none, int8 or int4): the public workload's
+# step, then restored); depth8: 05b3's int8 products likewise. PACK=1: at the end, every file but times.txt
+# packed into $OUT/all.tgz. thruQ (Q: none, int8 or int4): the public workload's
 # 256 requests on Llama-3-8B's shape in Q. int4w: the int4 token with $MMA_WARPS (gpu_bench's --mma-warps; by
 # default 8 warps a strip for products of 4,096 outputs, o and down, where int4_mma_bench found 8 faster than 16).
 #
@@ -66,3 +67,7 @@ for each in ${STEPS:-cells3 bench8 int8 int8off none cells2}; do  # a step, or s
   int8h) HEAD=1 QT=${QT8:-} eng llama3_8b int8 int8_head${QT8:+_tiled} MINI_VLLM_INT8_MMA=0;;
 esac; done
 t end
+if [ -n "${PACK:-}" ]; then  # everything but times.txt in one archive: a device may return only a few files
+  (cd $OUT && tar czf /tmp/mma_all.tgz --exclude=./times.txt . && find . -mindepth 1 ! -name times.txt -delete \
+     && mv /tmp/mma_all.tgz all.tgz)
+fi
