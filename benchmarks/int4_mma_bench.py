@@ -13,7 +13,7 @@ rounds of 10 replays. Writes --out (JSON) and prints each row.
     python3 benchmarks/int4_mma_bench.py --bits 8 --out $OUT/int8_mma_bench.json
     python3 benchmarks/int4_mma_bench.py --shapes llama3_8b --ms 1,2 --depths 8,16 --out $OUT/int4_depth.json
 """
-import argparse, json, subprocess, sys, time
+import argparse, json, os, subprocess, sys, time
 from pathlib import Path
 
 import torch
@@ -95,7 +95,8 @@ def main():
     assert all(depths.values())
     kernel, group = (int4_mma, 128) if a.bits == 4 else (int8_mma, 64)
     name = f"int{a.bits}_mma"
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = os.environ.get("MINI_VLLM_COMMIT") or subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     res = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit,
                bits=a.bits,
                build_s=round(time.time() - t0, 1), checks=checks() if a.bits == 4 else checks8(), rows=[])

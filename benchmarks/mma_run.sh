@@ -8,7 +8,7 @@
 # written to $OUT/tiling8.json; int8t, the engine's int8 token with the tiles in that file, or in $QT8 (05b0's
 # kernels); int8h, the int8 token with the LM head in int8 too (and $QT8's tiles where it is set). depth4: 05b2's
 # int4 products on Llama-3-8B's shape with the weights streamed 4, 8 and 16 chunks ahead; int4: the engine's int4
-# token; int4dD: the same with 05b2's kernel streaming D chunks ahead (the installed copy's source edited for the
+# token; int4dD: the same with 05b2's kernel streaming D chunks ahead (this checkout's source edited for the
 # step, then restored); depth8: 05b3's int8 products likewise. PACK=1: at the end, every file but times.txt
 # packed into $OUT/all.tgz. thruQ (Q: none, int8 or int4): the public workload's
 # 256 requests on Llama-3-8B's shape in Q. int4w: the int4 token with $MMA_WARPS (gpu_bench's --mma-warps; by
@@ -58,12 +58,13 @@ for each in ${STEPS:-cells3 bench8 int8 int8off none cells2}; do  # a step, or s
             --out $OUT/int8_depth.json > $OUT/depth8.log 2>&1; tail -9 $OUT/depth8.log | cut -c1-600 >> $OUT/times.txt;;
   int4) eng llama3_8b int4 int4;;
   int4w) MW=${MMA_WARPS:-'{"4096": 8}'} eng llama3_8b int4 int4_w;;
-  thru*) q=${step#thru}; t thru $q; python3 benchmarks/gpu_bench.py --out $OUT/thru_$q --sections env,thru \
+  thru*) q=${step#thru}; q=${q:-none}; t thru $q; python3 benchmarks/gpu_bench.py --out $OUT/thru_$q --sections env,thru \
            --thru-variants async --shape llama3_8b $([ $q = none ] || echo --quantization $q) > $OUT/thru_$q.log 2>&1
          grep "output tok/s" $OUT/thru_$q.log >> $OUT/times.txt;;
   int4d*) d=${step#int4d}; f=mini_vllm/quant/int4_mma.py; cp $f /tmp/int4_mma.py.orig
-          sed -i "s/constexpr int DEPTH = 4;/constexpr int DEPTH = $d;/" $f; grep -c "DEPTH = $d;" $f >> $OUT/times.txt
-          eng llama3_8b int4 int4_d$d; cp /tmp/int4_mma.py.orig $f;;
+          sed -i "s/constexpr int DEPTH = 4;/constexpr int DEPTH = $d;/" $f
+          if grep -q "DEPTH = $d;" $f; then eng llama3_8b int4 int4_d$d; else t "$step: no DEPTH = 4 to edit"; fi
+          cp /tmp/int4_mma.py.orig $f;;
   int8h) HEAD=1 QT=${QT8:-} eng llama3_8b int8 int8_head${QT8:+_tiled} MINI_VLLM_INT8_MMA=0;;
 esac; done
 t end

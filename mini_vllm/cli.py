@@ -321,7 +321,8 @@ def quantize_cmd(args, out=None):
     q = layers[0]
     kind = "" if q.symmetric else "a"
     grid = f"groups of {q.group_size}, {kind}symmetric" if q.bits == 4 else "a scale per row"
-    how = grid + (", GPTQ" if args.gptq else "") + (", the LM head too" if args.lm_head else "")
+    head = isinstance(getattr(model, "lm_head", None), QuantLinear)
+    how = grid + (", GPTQ" if args.gptq else "") + (", the LM head too" if head else "")
     print(f"{folder}: {len(layers)} linear layers in int{q.bits} ({how}); "
           f"serve it with: mini-vllm serve --model {folder}", file=out)
 
