@@ -19,7 +19,8 @@
 #   profile     benchmarks/gpu_profile_side_by_side.py, vLLM then mini_vllm, on $PROFILE_N requests (default 256) of
 #               the public workload: GPU busy fraction and kernel time by class, profile.json (profile_<shape>.json
 #               for another shape)                                                                          (~4 min)
-#               (PROFILE_ENGINES="mini" for one of them, PROFILE_LIMIT seconds each, default 270)
+#               (PROFILE_ENGINES="mini" for one of them, or mini-int8/mini-int4 too; PROFILE_LIMIT seconds each,
+#               default 270)
 # Run from the repo root. Everything for the caller goes under $OUT (default ./vllm_h200_out), at most 8 files per
 # call: env.txt, receive.txt, install.log, offline.log, vllm_side_by_side_h200.json, offline_logs.tgz, serve.log,
 # load_test_vllm_h200.json, load_test_mini_vllm_h200.json, serve_logs.tgz (whichever stages ran). No vLLM output goes
@@ -242,7 +243,7 @@ profile)    # each engine in a process of its own; vLLM's engine core runs insid
 import json, sys
 from pathlib import Path
 work, suffix, dest = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]); res = {}
-for e in ("vllm", "mini"):
+for e in ("vllm", "mini", "mini-int8", "mini-int4"):
     if not (work / f"profile_{e}{suffix}.log").exists(): continue
     text = (work / f"profile_{e}{suffix}.log").read_text(errors="replace")
     try: res[e] = json.JSONDecoder().raw_decode(text[text.rindex('{\n"engine"'):])[0]   # log lines may follow

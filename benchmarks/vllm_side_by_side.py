@@ -205,14 +205,16 @@ def nano_flash_attn():
             return varlen(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k=cu_seqlens_k,
                           softmax_scale=softmax_scale, causal=causal)
         used = (cu_seqlens_k[1:] - cu_seqlens_k[:-1]).to(torch.int32)   # paged: lengths, not offsets
+        # nano-vllm pads its block tables with -1, vLLM's with 0 (the only padding its kernel has met)
         return varlen(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, seqused_k=used,
-                      softmax_scale=softmax_scale, causal=causal, block_table=block_table)
+                      softmax_scale=softmax_scale, causal=causal, block_table=block_table.clamp(min=0))
 
     def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal):
         B = q.shape[0]                                           # q (B, 1, H, D): one query a request
         cu_q = torch.arange(B + 1, dtype=torch.int32, device=q.device)
         o = varlen(q.reshape(B, *q.shape[2:]), k_cache, v_cache, 1, cu_q, block_table.shape[1] * k_cache.shape[1],
-                   seqused_k=cache_seqlens, softmax_scale=softmax_scale, causal=causal, block_table=block_table)
+                   seqused_k=cache_seqlens, softmax_scale=softmax_scale, causal=causal,
+                   block_table=block_table.clamp(min=0))
         return o.view(q.shape)
 
     m = types.ModuleType("flash_attn")
