@@ -30,7 +30,7 @@ case ${1:?call number} in
    grep "^\[batch1\]" $OUT/tiny.log | cut -c1-300 >> $OUT/times.txt
    mma "none int8off int8h";;                      # 8B at batch 1: bf16, int8 as shipped, int8 + its head + tiles
 2) receive; mma "int4 int4w thrunone";;
-3) receive; mma "thruint8 thruint4";;
+3) receive; mma "thruint8 thruint4 thru4k";;
 4) receive; SHAPE=llama3_8b PROFILE_ENGINES="mini-int4" bash benchmarks/vllm_h200.sh profile >> $OUT/times.txt 2>&1;;
 5) receive;;
 6) receive; bash benchmarks/vllm_h200.sh install >> $OUT/times.txt 2>&1;;

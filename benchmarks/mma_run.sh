@@ -13,6 +13,8 @@
 # packed into $OUT/all.tgz. thruQ (Q: none, int8 or int4): the public workload's
 # 256 requests on Llama-3-8B's shape in Q. int4w: the int4 token with $MMA_WARPS (gpu_bench's --mma-warps; by
 # default 8 warps a strip for products of 4,096 outputs, o and down, where int4_mma_bench found 8 faster than 16).
+# thru4k: thruint4 with every step of at most 256 rows (the decode-only steps of 256 requests) through 05b's
+# kernels on the int4 weights instead of a rebuilt bf16 weight and cuBLAS (gpu_bench's --dequant-min-m 257).
 #
 #     MINI_VLLM_COMMIT=$(git rev-parse --short HEAD) [STEPS="cells3 bench8 int8 int8off none cells2"] \
 #         bash benchmarks/mma_run.sh
@@ -57,6 +59,9 @@ for each in ${STEPS:-cells3 bench8 int8 int8off none cells2}; do  # a step, or s
   depth8) t depth8; python3 benchmarks/int4_mma_bench.py --bits 8 --shapes llama3_8b --ms 1,2 --depths 8 \
             --out $OUT/int8_depth.json > $OUT/depth8.log 2>&1; tail -9 $OUT/depth8.log | cut -c1-600 >> $OUT/times.txt;;
   int4) eng llama3_8b int4 int4;;
+  thru4k) t thru int4, no rebuilt weights up to 256 rows; python3 benchmarks/gpu_bench.py --out $OUT/thru_int4k \
+            --sections env,thru --thru-variants async --shape llama3_8b --quantization int4 --dequant-min-m 257 \
+            > $OUT/thru_int4k.log 2>&1; grep "output tok/s" $OUT/thru_int4k.log >> $OUT/times.txt;;
   int4w) MW=${MMA_WARPS:-'{"4096": 8}'} eng llama3_8b int4 int4_w;;
   thru*) q=${step#thru}; q=${q:-none}; t thru $q; python3 benchmarks/gpu_bench.py --out $OUT/thru_$q --sections env,thru \
            --thru-variants async --shape llama3_8b $([ $q = none ] || echo --quantization $q) > $OUT/thru_$q.log 2>&1
