@@ -2,10 +2,11 @@
 # The comparison where the GPU is the limit, every figure on one GPU machine: Llama-3-8B's shape beside vLLM (256
 # requests, batch 1, the profile), Qwen3-0.6B on nano-vllm's workload beside vLLM and nano-vllm, int8 and int4 at
 # batch 1 and at 256 requests, TinyLlama at batch 1, and the copy bandwidth they are measured against. Nine calls of
-# under ten minutes on one machine kept between them (/tmp survives). Calls 1 to 6 each bring one part of vLLM's
-# wheels (.vllm-parts, from setup_vllm_h200.sh) and time mini_vllm alone meanwhile; call 6 installs vLLM.
+# under ten minutes on one machine kept between them (/tmp survives), and a tenth, the int4 engine's profile.
+# Calls 1 to 6 each bring one part of vLLM's wheels (.vllm-parts, from setup_vllm_h200.sh) and time mini_vllm alone
+# meanwhile; call 6 installs vLLM.
 #
-#   MINI_VLLM_COMMIT=... bash benchmarks/h200_table.sh N      (N = 1 .. 9)
+#   MINI_VLLM_COMMIT=... bash benchmarks/h200_table.sh N      (N = 1 .. 10; Q_ENGINES: call 8's engines)
 #
 # Carry .whlf (fastcore, pydantic, fastapi, uvicorn, gguf: wheels the image lacks), .commit, and in calls 1 to 6
 # .vllm-parts/partNN (NN = N - 1) with .vllm-parts/SHA256SUMS; in call 8 .nano (nano-vllm's source and xxhash).
@@ -31,13 +32,13 @@ case ${1:?call number} in
    mma "none int8off int8h";;                      # 8B at batch 1: bf16, int8 as shipped, int8 + its head + tiles
 2) receive; mma "int4 int4w thrunone";;
 3) receive; mma "thruint8 thruint4 thru4k";;
-4) receive; SHAPE=llama3_8b PROFILE_ENGINES="mini-int4" bash benchmarks/vllm_h200.sh profile >> $OUT/times.txt 2>&1;;
-5) receive;;
+4|5) receive;;
 6) receive; bash benchmarks/vllm_h200.sh install >> $OUT/times.txt 2>&1;;
 7) side llama3_8b vllm,mini_vllm 520;;
 8) pip install -q --no-index --no-deps --target /tmp/vsite .nano/*.whl
-   export NANO_VLLM_SRC=$PWD/.nano; side qwen3_0.6b nano_vllm,vllm,mini_vllm 520;;
+   export NANO_VLLM_SRC=$PWD/.nano; side qwen3_0.6b ${Q_ENGINES:-nano_vllm,vllm,mini_vllm} 520;;
 9) SHAPE=llama3_8b PROFILE_ENGINES="vllm mini" bash benchmarks/vllm_h200.sh profile >> $OUT/times.txt 2>&1;;
+10) SHAPE=llama3_8b PROFILE_ENGINES="mini-int4" bash benchmarks/vllm_h200.sh profile >> $OUT/times.txt 2>&1;;
 esac
 log end of call $1
 (cd $OUT && tar czf /tmp/h200_all.tgz --exclude=./times.txt --exclude=./all.tgz . \
