@@ -283,9 +283,11 @@ class GPT2LMHeadModel(nn.Module):
 
 # %% ../nbs/01a_model.ipynb #180b960f
 def has_native_bf16(device: torch.device) -> bool:
-    """Whether `device` is a GPU that computes in bf16 natively (compute
-    capability 8.0 or newer, not a T4)."""
-    return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 8
+    """Whether `device` computes in bf16 natively: a GPU of compute capability 8.0 or newer (not
+    a T4), or a CPU that oneDNN has a bf16 path for (x86 with AVX-512 or AVX-NE-CONVERT, Arm with
+    BF16), as PyTorch itself decides where a bf16 product goes."""
+    if device.type == "cuda": return torch.cuda.get_device_capability(device)[0] >= 8
+    return torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
 
 # %% ../nbs/01a_model.ipynb #1d0cd209
 MODEL_CLASSES = {"llama": LlamaForCausalLM, "gpt2": GPT2LMHeadModel}     # by family (00a's ARCHS)
@@ -309,6 +311,7 @@ def resolve_dtype(dtype, cfg: ModelConfig, device: torch.device) -> torch.dtype:
     if device.type == "cuda":
         if cfg.dtype == torch.float16: return torch.float16
         return torch.bfloat16 if has_native_bf16(device) else torch.float16
+    if cfg.dtype == torch.bfloat16 and not has_native_bf16(device): return torch.float32
     return torch.float32 if cfg.dtype == torch.float16 else cfg.dtype
 
 # %% ../nbs/01a_model.ipynb #959ad214

@@ -387,7 +387,7 @@ def few_row_layouts(model: nn.Module) -> int:
         for name, child in list(parent.named_children()):
             w = getattr(child, "weight", None)
             if type(child) is nn.Linear and w.dtype == torch.float32 and w.device.type == "cpu":
-                lm_head = name == "lm_head" and can_pack()
+                lm_head = name == "lm_head" and can_pack(w.dtype)
                 setattr(parent, name, PackedLinear(child) if lm_head else TransposedLinear(child))
                 n += 1
     return n

@@ -194,10 +194,16 @@ class CPUPagedAttention(TorchPagedAttention):
         if kernel is not None: paged_decode(kernel, q, kc, vc, o, *args)
 
 # %% ../../nbs/04j_cpu.ipynb #3d3360ee
-def can_pack() -> bool:
-    "Whether this PyTorch can keep weights in oneDNN's layout (x86 and Arm builds with oneDNN)."
-    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn,
-                                                            "_reorder_linear_weight")
+@functools.cache
+def can_pack(dtype: torch.dtype = torch.bfloat16) -> bool:
+    """Whether this PyTorch, on this CPU, can keep `dtype` weights in oneDNN's layout: a build
+    with oneDNN (x86 and Arm), and for bf16 a CPU that oneDNN has a bf16 path for (on x86,
+    AVX-512 or AVX-NE-CONVERT; AVX2 alone has none). oneDNN itself is asked, on a small weight."""
+    if not (torch.backends.mkldnn.is_available()
+            and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")): return False
+    try: torch.ops.mkldnn._reorder_linear_weight(torch.zeros(16, 16, dtype=dtype), None)
+    except RuntimeError: return False                     # "bf16 path needs the cpu support ..."
+    return True
 
 class PackedLinear(nn.Module):
     "A bf16 linear layer on the CPU whose weight was reordered for oneDNN once, at load."
