@@ -6,7 +6,10 @@
 # Calls 1 to 6 each bring one part of vLLM's wheels (.vllm-parts, from setup_vllm_h200.sh) and time mini_vllm alone
 # meanwhile; call 6 installs vLLM.
 #
-#   MINI_VLLM_COMMIT=... bash benchmarks/h200_table.sh N      (N = 1 .. 10; Q_ENGINES: call 8's engines)
+#   MINI_VLLM_COMMIT=... bash benchmarks/h200_table.sh N      (N = 0 .. 10; Q_ENGINES: call 8's engines)
+#
+# Call 0 is for a machine held too briefly for vLLM's six calls: calls 1-3's mini_vllm figures in one call, the
+# 256-request runs first (STEPS0 picks and orders mma_run.sh's steps), then TinyLlama. No wheel parts to carry.
 #
 # Carry .whlf (fastcore, pydantic, fastapi, uvicorn, gguf: wheels the image lacks), .commit, and in calls 1 to 6
 # .vllm-parts/partNN (NN = N - 1) with .vllm-parts/SHA256SUMS; in call 8 .nano (nano-vllm's source and xxhash).
@@ -21,14 +24,16 @@ log() { echo "== $(date +%T) $*" >> $OUT/times.txt; }
 receive() { bash benchmarks/vllm_h200.sh receive >> $OUT/times.txt 2>&1; }
 mma() { STEPS="$1" QT8=$QT8 bash benchmarks/mma_run.sh; }          # mma_run.sh appends to $OUT/times.txt
 side() { SHAPE=$1 ENGINES=$2 BUDGET=${3:-500} bash benchmarks/vllm_h200.sh offline >> $OUT/times.txt 2>&1; }
+copy() { log copy; python3 benchmarks/gpu_bench.py --out $OUT/copy --sections env,copy > $OUT/copy.log 2>&1
+         grep -o '"gb_per_s": [0-9.]*' $OUT/copy/*.json >> $OUT/times.txt; }
+tiny() { log tinyllama bf16 requests 1
+         python3 benchmarks/gpu_bench.py --out $OUT/tiny --sections env,batch1 --batch1-variants small_batch \
+             --shape tinyllama > $OUT/tiny.log 2>&1
+         grep "^\[batch1\]" $OUT/tiny.log | cut -c1-300 >> $OUT/times.txt; }
 case ${1:?call number} in
-1) receive; bash benchmarks/vllm_h200.sh env >> $OUT/times.txt 2>&1
-   log copy; python3 benchmarks/gpu_bench.py --out $OUT/copy --sections env,copy > $OUT/copy.log 2>&1
-   grep -o '"gb_per_s": [0-9.]*' $OUT/copy/*.json >> $OUT/times.txt
-   log tinyllama bf16 requests 1
-   python3 benchmarks/gpu_bench.py --out $OUT/tiny --sections env,batch1 --batch1-variants small_batch \
-       --shape tinyllama > $OUT/tiny.log 2>&1
-   grep "^\[batch1\]" $OUT/tiny.log | cut -c1-300 >> $OUT/times.txt
+0) log "mini_vllm alone: calls 1-3's steps, no vLLM"; copy
+   mma "${STEPS0:-thruint4 thru4k none int4 int8off thrunone thruint8 int8h int4w}"; tiny;;
+1) receive; bash benchmarks/vllm_h200.sh env >> $OUT/times.txt 2>&1; copy; tiny
    mma "none int8off int8h";;                      # 8B at batch 1: bf16, int8 as shipped, int8 + its head + tiles
 2) receive; mma "int4 int4w thrunone";;
 3) receive; mma "thruint8 thruint4 thru4k";;
