@@ -6,7 +6,8 @@
 # Calls 1 to 6 each bring one part of vLLM's wheels (.vllm-parts, from setup_vllm_h200.sh) and time mini_vllm alone
 # meanwhile; call 6 installs vLLM.
 #
-#   MINI_VLLM_COMMIT=... bash benchmarks/h200_table.sh N      (N = 0 .. 10; Q_ENGINES: call 8's engines)
+#   MINI_VLLM_COMMIT=... bash benchmarks/h200_table.sh N      (N = 0 .. 10; Q_ENGINES: call 8's engines;
+#                                                            STEPS: calls 1-3's mma_run.sh steps)
 #
 # Call 0 is for a machine held too briefly for vLLM's six calls: calls 1-3's mini_vllm figures in one call, the
 # 256-request runs first (STEPS0 picks and orders mma_run.sh's steps), then TinyLlama. No wheel parts to carry.
@@ -34,9 +35,9 @@ case ${1:?call number} in
 0) log "mini_vllm alone: calls 1-3's steps, no vLLM"; copy
    mma "${STEPS0:-thruint4 thru4k none int4 int8off thrunone thruint8 int8h int4w}"; tiny;;
 1) receive; bash benchmarks/vllm_h200.sh env >> $OUT/times.txt 2>&1; copy; tiny
-   mma "none int8off int8h";;                      # 8B at batch 1: bf16, int8 as shipped, int8 + its head + tiles
-2) receive; mma "int4 int4w thrunone";;
-3) receive; mma "thruint8 thruint4 thru4k";;
+   mma "${STEPS:-none int8off int8h}";;                      # 8B at batch 1: bf16, int8 as shipped, int8 + its head + tiles
+2) receive; mma "${STEPS:-int4 int4w thrunone}";;
+3) receive; mma "${STEPS:-thruint8 thruint4 thru4k}";;
 4|5) receive;;
 6) receive; bash benchmarks/vllm_h200.sh install >> $OUT/times.txt 2>&1;;
 7) side llama3_8b vllm,mini_vllm 520;;
