@@ -1,4 +1,4 @@
-"""How steady is the default int4 (05c's GPTQ: group 64, asymmetric, act order) from one CPU to another?
+"""How steady is the default int4 (05c's GPTQ: group 64, asymmetric, act order, clip search) from one CPU to another?
 
 SmolLM2-135M calibrated on the first N tokens of the book's calibration text, with T torch threads (the order of
 the sums changes with both the CPU's kernels and the thread count), then the quality text's perplexity against
@@ -9,7 +9,8 @@ and only the damping holds GPTQ's solve together.
         [--clip 1,0.8:0.05] --out F.json
 (--tokens 0: the whole text). --clip L:S: each group's asymmetric grid from its range shrunk by the factor, of 1,
 1 - S, ... down to L, that rounds the group's weights (as they stand when GPTQ reaches it) with the least sum of
-|error|^2.4, row by row (the search of GPTQ's reference code); 1: the group's whole range, 05c's grid.
+|error|^2.4, row by row (the search of GPTQ's reference code, 05c's `clip` option; 0.8:0.05 is 05c's default);
+1: the group's whole range, 05a's grid.
 """
 import argparse, copy, json, platform, subprocess, sys, time
 from pathlib import Path
@@ -21,7 +22,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from mini_vllm.loading import load_tokenizer          # noqa: E402
 from mini_vllm.model import CausalAttention, load_model   # noqa: E402
-import mini_vllm.quant.gptq as gptq                   # noqa: E402
 from mini_vllm.quant.gptq import DEFAULT_GPTQ, calibration_text, gptq_quantize_model   # noqa: E402
 from mini_vllm.quant.quantization import QuantLinear   # noqa: E402
 
@@ -47,27 +47,6 @@ def dequantized(m):
     return m
 
 
-def clipped_grid(factors: list[float], norm: float = 2.4):
-    "A group_grid for gptq.py that searches each row's shrink factor (asymmetric grids only)."
-    whole = gptq.group_grid
-    def group_grid(w, symmetric, scale_dtype):
-        if symmetric: return whole(w, symmetric, scale_dtype)
-        w = w.float()
-        lo, hi = w.amin(1).clamp(max=0), w.amax(1).clamp(min=0)               # (N,) each
-        best = None
-        for f in factors:
-            s = ((hi - lo) * f / 15).clamp(min=1e-12).to(scale_dtype).float()
-            z = (lo * f + 8 * s).to(scale_dtype).float()                     # (q - 8) * s + z
-            q = torch.round((w - z[:, None]) / s[:, None]).add_(8).clamp_(0, 15)
-            err = ((q - 8) * s[:, None] + z[:, None] - w).abs_().pow_(norm).sum(1)
-            if best is None: best = [err, s, z]
-            else:
-                b = err < best[0]
-                best = [torch.where(b, err, best[0]), torch.where(b, s, best[1]), torch.where(b, z, best[2])]
-        return best[1], best[2]
-    return group_grid
-
-
 def factors(spec: str) -> list[float]:
     "'1': [1.0]; 'L:S': 1, 1 - S, ... down to L."
     if spec == "1": return [1.0]
@@ -80,7 +59,8 @@ def main():
     p.add_argument("--tokens", default="1024,2048,0", help="calibration tokens to try (0: the whole text)")
     p.add_argument("--threads", default="1,2")
     p.add_argument("--damp", default="0.01", help="GPTQ's damping, a fraction of H's mean diagonal (several: a,b)")
-    p.add_argument("--clip", default="1", help="each group's range: 1 (whole), or L:S searched (several: a,b)")
+    p.add_argument("--clip", default="0.8:0.05",
+                   help="each group's range: 1 (whole), or L:S searched (several: a,b); 0.8:0.05 is 05c's default")
     p.add_argument("--out", default=None)
     a = p.parse_args()
     model = load_model(None, dtype="float32", device="cpu")
@@ -98,12 +78,11 @@ def main():
           f"calibration text {len(cal)} tokens")
     runs = [(int(n), int(t), float(d), c) for n in a.tokens.split(",") for t in a.threads.split(",")
             for d in a.damp.split(",") for c in a.clip.split(",")]
-    whole = gptq.group_grid
     for n, threads, damp, clip in runs:
         torch.set_num_threads(threads)
-        gptq.group_grid = whole if clip == "1" else clipped_grid(factors(clip))
         t0 = time.perf_counter()
-        m = gptq_quantize_model(copy.deepcopy(model), cal[:n] if n else cal, **DEFAULT_GPTQ, damp=damp)
+        m = gptq_quantize_model(copy.deepcopy(model), cal[:n] if n else cal,
+                                **{**DEFAULT_GPTQ, "clip": tuple(factors(clip))}, damp=damp)
         secs = time.perf_counter() - t0
         ppl = perplexity(dequantized(m), ids)
         r = dict(tokens=n or len(cal), threads=threads, damp=damp, clip=clip, seconds=round(secs, 1),

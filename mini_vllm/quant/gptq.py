@@ -6,8 +6,8 @@ Docs: https://mini-vllm.github.io/mini_vllm/gptq.html.md"""
 
 # %% auto #0
 __all__ = ['DEFAULT_GPTQ', 'CALIBRATION_TOKENS', 'GPTQResult', 'group_grid', 'inverse_hessian_factor', 'gptq_quantize',
-           'StopForward', 'decoder_layers', 'block_inputs', 'layer_hessians', 'to_quant_linear', 'gptq_quantize_model',
-           'calibration_text', 'calibrated_checkpoint']
+           'clipped_grid', 'StopForward', 'decoder_layers', 'block_inputs', 'layer_hessians', 'to_quant_linear',
+           'gptq_quantize_model', 'calibration_text', 'calibrated_checkpoint']
 
 # %% ../../nbs/05c_gptq.ipynb #764c581c
 from dataclasses import dataclass
@@ -35,9 +35,11 @@ class GPTQResult:
         return dequantize_int4(pack_int4(self.q, G), self.scales, self.zeros, G)
 
 # %% ../../nbs/05c_gptq.ipynb #fe91fce0
-def group_grid(w: torch.Tensor, symmetric: bool, scale_dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """05a's int4 grid for one group of columns w (N, G): its scale and zero
-    (N,) in fp32; zero 0 if symmetric."""
+def group_grid(w: torch.Tensor, symmetric: bool, scale_dtype,
+               clip: tuple[float, ...] = (1.0,)) -> tuple[torch.Tensor, torch.Tensor]:
+    """05a's int4 grid for one group of columns w (N, G): its scale and zero (N,) in fp32; zero 0
+    if symmetric. Asymmetric, with `clip` other than (1.0,): each row's range searched."""
+    if not symmetric and tuple(clip) != (1.0,): return clipped_grid(w, scale_dtype, clip)
     _, s, z = quantize_int4(w, w.shape[1], symmetric, scale_dtype)            # (N, 1) each
     zero = torch.zeros(len(w), device=w.device) if z is None else z.float()[:, 0]
     return s.float()[:, 0], zero
@@ -54,9 +56,10 @@ def inverse_hessian_factor(H: torch.Tensor, damp: float) -> torch.Tensor:
 # %% ../../nbs/05c_gptq.ipynb #c1f4003a
 def gptq_quantize(w: torch.Tensor, H: torch.Tensor, group_size: int, symmetric: bool = True,
                   damp: float = 0.01, block_size: int = 128, act_order: bool = False,
-                  static_groups: bool = False) -> GPTQResult:
+                  static_groups: bool = False, clip: tuple[float, ...] = (1.0,)) -> GPTQResult:
     """Int4 for the weight w (N, K) on 05a's grid, chosen with GPTQ for inputs whose H = 2 X^T X is
-    given (K, K). `static_groups`: every group's grid from the original weights, before the loop."""
+    given (K, K). `static_groups`: every group's grid from the original weights, before the loop;
+    `clip`: the factors each asymmetric group's range is searched over (group_grid)."""
     N, K = w.shape
     W, H = w.detach().float().clone(), H.clone()                     # (N, K), updated as columns go
     dead = H.diagonal() == 0                                         # inputs that were always zero
@@ -65,7 +68,8 @@ def gptq_quantize(w: torch.Tensor, H: torch.Tensor, group_size: int, symmetric: 
     G, B = group_size, max(block_size, group_size)
     grids = {}
     if static_groups:
-        grids = {g // G: group_grid(W[:, g:g + G], symmetric, w.dtype) for g in range(0, K, G)}
+        grids = {g // G: group_grid(W[:, g:g + G], symmetric, w.dtype, clip)
+                 for g in range(0, K, G)}
     order = torch.argsort(H.diagonal(), descending=True) if act_order else torch.arange(K)   # (K,)
     at, columns = torch.argsort(order), order.tolist()                # (K,) where each column comes
     W, U = W[:, order], inverse_hessian_factor(H[order][:, order], damp)  # (N, K), (K, K) upper
@@ -82,7 +86,7 @@ def gptq_quantize(w: torch.Tensor, H: torch.Tensor, group_size: int, symmetric: 
                 now, later = W[:, cols], cols >= b0 + B              # (N, G); later: not given this
                 if i and later.any():                                      # block's corrections yet
                     now[:, later] -= E1[:, :i] @ U[b0:b0 + i, cols[later]]
-                grids[c // G] = group_grid(now, symmetric, w.dtype)
+                grids[c // G] = group_grid(now, symmetric, w.dtype, clip)
             s, z = grids[c // G]
             scales[:, c // G], zeros[:, c // G] = s, z
             qc = torch.round((W1[:, i] - z) / s).add_(8).clamp_(0, 15)          # (N,)
@@ -91,6 +95,25 @@ def gptq_quantize(w: torch.Tensor, H: torch.Tensor, group_size: int, symmetric: 
             W1[:, i + 1:] -= E1[:, i, None] * U1[i, i + 1:]                  # this block, at once
         W[:, b0 + B:] -= E1 @ U[b0:b0 + B, b0 + B:]                          # the rest: one product
     return GPTQResult(q, scales, None if symmetric else zeros)
+
+# %% ../../nbs/05c_gptq.ipynb #7c1a0e02
+def clipped_grid(w: torch.Tensor, scale_dtype, clip: tuple[float, ...],
+                 norm: float = 2.4) -> tuple[torch.Tensor, torch.Tensor]:
+    """The asymmetric grid of each row of w (N, G) from its range shrunk by the factor of `clip`
+    that rounds the row with the least sum of |error|^norm: scale and zero (N,) in fp32."""
+    w, dt = w.float(), scale_dtype or w.dtype
+    lo, hi = w.amin(1), w.amax(1)                                                  # (N,) each
+    best = None
+    for f in clip:                                                 # a tie keeps the earlier factor
+        s = ((hi - lo) * f / 15).clamp(min=1e-12).to(dt).float()          # (N,), as quantize_int4
+        z = (lo * f + 8 * s).to(dt).float()                       # (q - 8) * s + z = q * s + lo * f
+        q = torch.round((w - z[:, None]) / s[:, None]).add_(8).clamp_(0, 15)    # (N, G), as GPTQ's
+        err = ((q - 8) * s[:, None] + z[:, None] - w).abs_().pow_(norm).sum(1)         # (N,)
+        if best is None: best = err, s, z
+        else:
+            better = err < best[0]
+            best = tuple(torch.where(better, new, old) for new, old in zip((err, s, z), best))
+    return best[1], best[2]
 
 # %% ../../nbs/05c_gptq.ipynb #098dad30
 class StopForward(Exception):
@@ -147,8 +170,8 @@ def to_quant_linear(linear: nn.Linear, r: GPTQResult, group_size: int,
     return ql
 
 # %% ../../nbs/05c_gptq.ipynb #50846017
-def _check(calibration_ids, damp: float):
-    "ParamErrors naming calibration_ids or damp."
+def _check(calibration_ids, damp: float, clip: tuple[float, ...] = (1.0,)):
+    "ParamErrors naming calibration_ids, damp or clip."
     ids = calibration_ids
     if not isinstance(ids, torch.Tensor) or ids.ndim != 1 or ids.is_floating_point():
         raise ParamError("calibration_ids", "calibration_ids must be a 1-D tensor of token ids")
@@ -157,17 +180,20 @@ def _check(calibration_ids, damp: float):
     if not 0 < damp < 1:
         raise ParamError("damp",
                          f"damp must be in (0, 1), a fraction of H's mean diagonal, got {damp!r}")
+    if len(clip) == 0 or not all(0 < f <= 1 for f in clip):
+        raise ParamError("clip", f"clip must be one or more factors in (0, 1], got {clip!r}")
 
 # %% ../../nbs/05c_gptq.ipynb #199b9596
 @torch.inference_mode()
 def gptq_quantize_model(model: nn.Module, calibration_ids: torch.Tensor,
                         group_size: int | None = None, symmetric: bool = True, damp: float = 0.01,
                         chunk: int = 512, act_order: bool = False,
-                        static_groups: bool = False) -> nn.Module:
+                        static_groups: bool = False,
+                        clip: tuple[float, ...] = (1.0,)) -> nn.Module:
     """Swap `model`'s nn.Linear layers (the LM head excepted), in place, for int4 QuantLinear layers
     whose integers GPTQ chose from the inputs that `calibration_ids` (T,) produce, decoder layer by
     decoder layer."""
-    _check(calibration_ids, damp)
+    _check(calibration_ids, damp, clip)
     targets = _targets(model, lm_head=False)
     if not targets:
         raise ParamError("model", f"{type(model).__name__} has no nn.Linear layers to quantize")
@@ -179,7 +205,7 @@ def gptq_quantize_model(model: nn.Module, calibration_ids: torch.Tensor,
         swaps = []
         for parent, name, lin in mine:
             r = gptq_quantize(lin.weight, H[lin], G, symmetric, damp, act_order=act_order,
-                              static_groups=static_groups)
+                              static_groups=static_groups, clip=clip)
             swaps.append((parent, name, to_quant_linear(lin, r, G, symmetric)))
             lin.weight.copy_(r.dequantize())                        # GPTQ's weights, full precision
         for j, (args, kwargs) in enumerate(inputs):                 # the next layer's inputs
@@ -206,8 +232,9 @@ from ..loading import cache_dir, load_tokenizer, resolve_model_path
 from ..model import load_model
 from .quantization import save_quantized
 
-DEFAULT_GPTQ = dict(group_size=64, symmetric=False, act_order=True)      # the table's best row
-CALIBRATION_TOKENS = 1024
+DEFAULT_GPTQ = dict(group_size=64, symmetric=False, act_order=True,      # the table's best row
+                    clip=(1.0, 0.95, 0.9, 0.85, 0.8))
+CALIBRATION_TOKENS = None                                       # None: the whole calibration text
 
 
 def _fingerprint(path: Path) -> str:
@@ -224,8 +251,9 @@ def _fingerprint(path: Path) -> str:
 # %% ../../nbs/05c_gptq.ipynb #f2267042
 def calibrated_checkpoint(model=None, device="cpu") -> Path:
     """`model`'s checkpoint with GPTQ int4 weights (DEFAULT_GPTQ, calibrated in fp32 on `device` on
-    the first CALIBRATION_TOKENS tokens of the book's text), as a save_quantized folder in
-    `cache_dir()/"gptq"`: made on the first call, found on the next."""
+    the book's text, its first CALIBRATION_TOKENS tokens or all if None), as a save_quantized folder
+    in `cache_dir()/"gptq"` (with calibration.json: settings, tokens, seconds): made on the first
+    call, found on the next."""
     path = resolve_model_path(model)
     dest = cache_dir() / "gptq" / f"{path.name}-{_fingerprint(path)}"
     if (dest / "config.json").exists(): return dest
