@@ -261,7 +261,7 @@ QUANTIZE_EXAMPLES = """examples:
   mini-vllm quantize smollm2-int8 --quantization int8
   mini-vllm quantize llama-int8 --model ./llama --quantization int8 --lm-head
   mini-vllm quantize smollm2-gptq --quantization int4 --group-size 64 --asymmetric \\
-      --gptq text.txt --act-order
+      --gptq text.txt --act-order --clip
   mini-vllm serve --model smollm2-gptq
 """
 
@@ -288,6 +288,9 @@ def add_quantize_parser(sub):
                         "text file")
     q.add_argument("--act-order", action="store_true",
                    help="GPTQ: the columns in order of decreasing input energy")
+    q.add_argument("--clip", action="store_true",
+                   help="GPTQ, asymmetric: each group's range searched, as quantization='int4' "
+                        "calibrates by default (05c)")
     q.add_argument("--lm-head", action="store_true",
                    help="the LM head rounded to the same format too (by default it keeps the "
                         "model's dtype): fewer bytes a token, a little more perplexity (05a)")
@@ -302,6 +305,8 @@ def quantize_cmd(args, out=None):
         raise ValueError("--asymmetric and --gptq apply to int4 only (int8 has one symmetric scale "
                          "per row)")
     if args.act_order and not args.gptq: raise ValueError("--act-order applies to --gptq only")
+    if args.clip and not (args.gptq and args.asymmetric):
+        raise ValueError("--clip applies to --gptq with --asymmetric only")
     if args.lm_head and args.gptq:
         raise ValueError("--lm-head applies to rounding to nearest (GPTQ calibrates the layers "
                          "inside the blocks)")
@@ -309,12 +314,14 @@ def quantize_cmd(args, out=None):
     symmetric = not args.asymmetric
     if args.gptq:
         import torch
-        from mini_vllm.quant.gptq import gptq_quantize_model
+        from mini_vllm.quant.gptq import DEFAULT_GPTQ, gptq_quantize_model
         tok = load_tokenizer(model.path)
         if tok is None:
             raise ValueError(f"--gptq needs the model's tokenizer, and {model.path} has none")
         with open(args.gptq, encoding="utf-8") as f: ids = torch.tensor(tok.encode(f.read()))
-        gptq_quantize_model(model, ids, args.group_size, symmetric, act_order=args.act_order)
+        clip = DEFAULT_GPTQ["clip"] if args.clip else (1.0,)
+        gptq_quantize_model(model, ids, args.group_size, symmetric, act_order=args.act_order,
+                            clip=clip)
     else: quantize_model(model, args.quantization, args.group_size, symmetric, args.lm_head)
     folder = save_quantized(model, args.output)
     layers = [m for m in model.modules() if isinstance(m, QuantLinear)]
@@ -322,7 +329,8 @@ def quantize_cmd(args, out=None):
     kind = "" if q.symmetric else "a"
     grid = f"groups of {q.group_size}, {kind}symmetric" if q.bits == 4 else "a scale per row"
     head = isinstance(getattr(model, "lm_head", None), QuantLinear)
-    how = grid + (", GPTQ" if args.gptq else "") + (", the LM head too" if head else "")
+    how = (grid + (", GPTQ" if args.gptq else "") + (", ranges searched" if args.clip else "")
+           + (", the LM head too" if head else ""))
     print(f"{folder}: {len(layers)} linear layers in int{q.bits} ({how}); "
           f"serve it with: mini-vllm serve --model {folder}", file=out)
 
