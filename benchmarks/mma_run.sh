@@ -15,6 +15,8 @@
 # default 8 warps a strip for products of 4,096 outputs, o and down, where int4_mma_bench found 8 faster than 16).
 # thru4k: thruint4 with every step of at most 256 rows (the decode-only steps of 256 requests) through 05b's
 # kernels on the int4 weights instead of a rebuilt bf16 weight and cuBLAS (gpu_bench's --dequant-min-m 257).
+# qmm8b: qmm's int4 tilings swept on Llama-3-8B's four products at $QMM_ROWS rows (256,128 by default), the one
+# tiling per row count that is fastest over the four written to $OUT/qmm_tiling.json; thru4q: thru4k with those.
 #
 #     MINI_VLLM_COMMIT=$(git rev-parse --short HEAD) [STEPS="cells3 bench8 int8 int8off none cells2"] \
 #         bash benchmarks/mma_run.sh
@@ -62,6 +64,14 @@ for each in ${STEPS:-cells3 bench8 int8 int8off none cells2}; do  # a step, or s
   thru4k) t thru int4, no rebuilt weights up to 256 rows; python3 benchmarks/gpu_bench.py --out $OUT/thru_int4k \
             --sections env,thru --thru-variants async --shape llama3_8b --quantization int4 --dequant-min-m 257 \
             > $OUT/thru_int4k.log 2>&1; grep "output tok/s" $OUT/thru_int4k.log >> $OUT/times.txt;;
+  qmm8b) t qmm8b; python3 benchmarks/experiments/quant_sweep.py --out $OUT/qmm8b --only qmm --shape llama3_8b \
+           --rows ${QMM_ROWS:-256,128} --formats int4 --budget-s ${QMM_BUDGET:-240} \
+           --tiling-out $OUT/qmm_tiling.json > $OUT/qmm8b.log 2>&1
+         grep "^qmm\|^rows" $OUT/qmm8b.log | cut -c1-300 >> $OUT/times.txt; cat $OUT/qmm_tiling.json >> $OUT/times.txt;;
+  thru4q) t thru int4, no rebuilt weights up to 256 rows, qmm tiles $(cat $OUT/qmm_tiling.json)
+          python3 benchmarks/gpu_bench.py --out $OUT/thru_int4q --sections env,thru --thru-variants async \
+            --shape llama3_8b --quantization int4 --dequant-min-m 257 --qmm-tiling "$(cat $OUT/qmm_tiling.json)" \
+            > $OUT/thru_int4q.log 2>&1; grep "output tok/s" $OUT/thru_int4q.log >> $OUT/times.txt;;
   int4w) MW=${MMA_WARPS:-'{"4096": 8}'} eng llama3_8b int4 int4_w;;
   thru*) q=${step#thru}; q=${q:-none}; t thru $q; python3 benchmarks/gpu_bench.py --out $OUT/thru_$q --sections env,thru \
            --thru-variants async --shape llama3_8b $([ $q = none ] || echo --quantization $q) > $OUT/thru_$q.log 2>&1

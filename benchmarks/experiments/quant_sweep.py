@@ -1,10 +1,12 @@
 """Tile sweep for chapter 05's kernels on one GPU: the small-batch GEMV (04i) reading int8 and int4 weights, each as
 the model calls it (qkv with RoPE and the cache write, o with the residual, gate/up with the norm and SwiGLU, down
 with the residual), and qmm for larger batches (rows tiles x weight tiles x shares of K, each checked against the
-dequantized weight), beside cuBLAS on bf16 weights. TinyLlama's shapes, bf16 activations, every call on its own
+dequantized weight), beside cuBLAS on bf16 weights. TinyLlama's shapes (--shape llama3_8b: Llama-3-8B's, for
+qmm), bf16 activations, every call on its own
 copy of the weights (so that they stream from HBM), timed inside CUDA graphs. Writes quant_sweep.json into --out
 (rewritten as it goes); stops starting new sweeps after --budget-s seconds. Run from the repo root:
-  python benchmarks/experiments/quant_sweep.py --out $OUT [--only gemv|qmm]
+  python benchmarks/experiments/quant_sweep.py --out $OUT [--only gemv|qmm] [--shape llama3_8b --rows 256,128
+      --formats int4]
 """
 import argparse, json, os, sys, time
 from pathlib import Path
@@ -14,6 +16,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]   # repo root, benchmarks/, here
 from gpu_bench import GEMV_SHAPES, _quant_copies, graph_us, rel_err  # noqa: E402
+from int4_mma_bench import SHAPES  # noqa: E402
 
 GEMV_CONFIGS = {   # (block_n, block_k in weights), each with 4 and 8 warps, 1 and 3 stages
     8: [(2, 4096), (4, 4096), (4, 2048), (8, 2048), (4, 1024), (8, 1024), (16, 1024), (16, 512), (32, 256)],
@@ -50,7 +53,18 @@ def main():
     p.add_argument("--out", default=".")
     p.add_argument("--budget-s", type=float, default=420)
     p.add_argument("--only", choices=("gemv", "qmm"), default=None, help="one of the two sweeps")
+    p.add_argument("--shape", choices=("tinyllama", "llama3_8b"), default="tinyllama",
+                   help="the products' shapes (llama3_8b: qmm only)")
+    p.add_argument("--rows", default=None, help="qmm's row counts, e.g. 256,128 (default: QMM_ROWS)")
+    p.add_argument("--formats", default="int8,int4", help="qmm's formats")
+    p.add_argument("--tiling-out", default=None,
+                   help="write here, for the first format, the one qmm tiling per row count with the least time over "
+                        "the four shapes, as gpu_bench's --qmm-tiling takes it (QMM_TILING's entry for those rows)")
     args = p.parse_args()
+    if args.shape != "tinyllama" and args.only != "qmm": p.error("--shape llama3_8b sweeps qmm only: add --only qmm")
+    shapes = GEMV_SHAPES if args.shape == "tinyllama" else SHAPES[args.shape]
+    rows = [int(m) for m in args.rows.split(",")] if args.rows else QMM_ROWS
+    formats = args.formats.split(",")
     from mini_vllm.loading import ModelConfig
     from mini_vllm.model import rope_tables
     from mini_vllm.quant.quant_kernels import qmm
@@ -96,16 +110,16 @@ def main():
         torch.cuda.empty_cache()
     layers = {}                                  # qmm: every shape for each row count, most important first
     for name in ([] if args.only == "gemv" else ("qkv", "o", "gate_up", "down")):
-        N, K = GEMV_SHAPES[name]
+        N, K = shapes[name]
         lin = torch.nn.Linear(K, N, bias=False, device="cuda", dtype=torch.bfloat16)
         torch.nn.init.normal_(lin.weight, std=0.02)
         layers[name] = (K, _quant_copies(lin, max(2, (256 << 20) // (N * K * 2))))
-    for M in QMM_ROWS if layers else ():
+    for M in rows if layers else ():
         for name, (K, copies) in layers.items():
             if time.perf_counter() - t0 > args.budget_s: break
             x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
             row = {"cublas_bf16": graph_us([lambda w=w: torch.nn.functional.linear(x, w) for w in copies["bf16"]])}
-            for fmt in ("int8", "int4"):
+            for fmt in formats:
                 layer, q0 = copies[fmt + "_layer"], copies[fmt][0][1]
                 ref = x.float() @ layer.dequantize(torch.float32).T
                 row[fmt + "_default"] = graph_us([lambda w=w, q=q: qmm(x, w, **q) for w, q in copies[fmt]])
@@ -118,7 +132,7 @@ def main():
                         if err > 2e-2: row[key] = f"error {err:.1e}"
                     except Exception as e: row[key] = repr(e)[:200]
             res["qmm"][f"{name}_M{M}"] = row
-            for fmt in ("int8", "int4"):
+            for fmt in formats:
                 ok = {k: v for k, v in row.items() if k.startswith(fmt + "_") and k != fmt + "_default"
                       and isinstance(v, float)}
                 b = min(ok, key=ok.get) if ok else None
@@ -128,6 +142,28 @@ def main():
             save()
     res["seconds"] = time.perf_counter() - t0
     save()
+    if args.tiling_out:
+        Path(args.tiling_out).write_text(json.dumps(uniform_tiling(res["qmm"], formats[0], rows)))
+
+
+def uniform_tiling(qmm_rows: dict, fmt: str, rows) -> dict:
+    """For each row count, the tiling whose time summed over the shapes is least, keyed by the QMM_TILING entry
+    that covers those rows; kept only where it beats that entry's own sum."""
+    from mini_vllm.quant.quant_kernels import QMM_TILING
+    best = {}
+    for M in rows:
+        runs = [r for k, r in qmm_rows.items() if k.endswith(f"_M{M}")]
+        keys = [k for k in runs[0] if k.startswith(fmt + "_") and all(isinstance(r.get(k), float) for r in runs)]
+        total = {k: sum(r[k] for r in runs) for k in keys}
+        k = min((k for k in total if k != fmt + "_default"), key=total.get, default=None)
+        top = next(top for top, _ in QMM_TILING if top is None or M <= top)
+        if k is None or total[k] >= total.get(fmt + "_default", float("inf")): continue
+        bm, bn, bk = (int(v) for v in k.split("_")[1].split("x"))
+        w, st, sp = (int(v[1:]) for v in k.split("_")[2:5])
+        best[str(top)] = dict(block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=st, split=sp)
+        print(f"rows {M}: {k} {total[k]:.1f} us over the shapes against QMM_TILING's {total[fmt + '_default']:.1f}",
+              flush=True)
+    return best
 
 
 if __name__ == "__main__":
