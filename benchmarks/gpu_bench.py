@@ -590,6 +590,8 @@ def main(argv=None):
     p.add_argument("--batch1-size", type=int, default=1, help="batch1 section: requests decoded together (1, 2, ...)")
     p.add_argument("--batch1-variants", default=",".join(BATCH1_VARIANTS), help=f"from {','.join(BATCH1_VARIANTS)}")
     p.add_argument("--quant-tiling", default=None, help='JSON {"bits,rows,kind": tiling} over small_batch.QUANT_TILING')
+    p.add_argument("--int4-grid", default=None, help="GROUP,sym|asym: int4's groups and grid (default 128,sym, as "
+                   "quantize_model; 64,asym is what LLM(quantization='int4') calibrates on real weights, 05c)")
     p.add_argument("--quant-lm-head", action="store_true", help="--quantization's format for the LM head too "
                    "(quantize_model's lm_head=True; by default it stays in the model's dtype)")
     p.add_argument("--mma-warps", default=None, help='JSON {"N": warps}: 05b2/05b3 tensor-core products of N '
@@ -629,6 +631,15 @@ def main(argv=None):
         i4.mma_warps = i8.mma_warps = lambda N, K, g, M: (min(table[N], 16 if M <= 8 else 8) if N in table
                                                           else plain_warps(N, K, g, M))
         RESULTS["mma_warps"] = table
+    if args.int4_grid:                                              # every quantize_model call of the engines
+        from mini_vllm.quant import quantization as qz
+        group, grid = args.int4_grid.split(",")
+        if grid not in ("sym", "asym"): p.error("--int4-grid: GROUP,sym or GROUP,asym")
+        if args.quantization != "int4": p.error("--int4-grid goes with --quantization int4")
+        plain_grid = qz.quantize_model
+        qz.quantize_model = lambda *a, **kw: plain_grid(*a, **{**kw, "group_size": int(group),
+                                                               "symmetric": grid == "sym"})
+        RESULTS["int4_grid"] = args.int4_grid
     if args.quant_lm_head:                                          # every quantize_model call of the engines
         from mini_vllm.quant import quantization as qz
         plain = qz.quantize_model

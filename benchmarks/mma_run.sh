@@ -15,6 +15,8 @@
 # default 8 warps a strip for products of 4,096 outputs, o and down, where int4_mma_bench found 8 faster than 16).
 # thru4k: thruint4 with every step of at most 256 rows (the decode-only steps of 256 requests) through 05b's
 # kernels on the int4 weights instead of a rebuilt bf16 weight and cuBLAS (gpu_bench's --dequant-min-m 257).
+# int4a and thru4a: int4 and thruint4 in the grid LLM(quantization="int4") calibrates on real weights (05c):
+# asymmetric groups of 64 (gpu_bench's --int4-grid 64,asym; its dummy weights are rounded to nearest).
 # qmm8b: qmm's int4 tilings swept on Llama-3-8B's four products at $QMM_ROWS rows (256,128 by default), the one
 # tiling per row count that is fastest over the four written to $OUT/qmm_tiling.json; thru4q: thru4k with those.
 #
@@ -29,11 +31,11 @@ mkdir -p $OUT/executed
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader > $OUT/gpu.txt
 t() { echo "== $(date +%T) $*" >> $OUT/times.txt; }
 eng() {  # shape, quantization (or ""), tag, environment; requests together: $B (1 by default); tiles: $QT;
-         # the LM head quantized too: $HEAD
+         # the LM head quantized too: $HEAD; int4's groups and grid: $GRID (e.g. 64,asym)
   t "$1 $2 $3 requests ${B:-1}"
   env $4 python3 benchmarks/gpu_bench.py --out $OUT/g_$3_b${B:-1} --sections env,batch1 --batch1-size ${B:-1} \
     --batch1-variants small_batch --shape $1 ${2:+--quantization $2} ${QT:+--quant-tiling "$(cat $QT)"} \
-    ${HEAD:+--quant-lm-head} ${MW:+--mma-warps "$MW"} \
+    ${HEAD:+--quant-lm-head} ${MW:+--mma-warps "$MW"} ${GRID:+--int4-grid $GRID} \
     > $OUT/$1_$3_b${B:-1}.log 2>&1
   grep "^\[batch1\]" $OUT/$1_$3_b${B:-1}.log | cut -c1-400 >> $OUT/times.txt
 }
@@ -64,6 +66,10 @@ for each in ${STEPS:-cells3 bench8 int8 int8off none cells2}; do  # a step, or s
   thru4k) t thru int4, no rebuilt weights up to 256 rows; python3 benchmarks/gpu_bench.py --out $OUT/thru_int4k \
             --sections env,thru --thru-variants async --shape llama3_8b --quantization int4 --dequant-min-m 257 \
             > $OUT/thru_int4k.log 2>&1; grep "output tok/s" $OUT/thru_int4k.log >> $OUT/times.txt;;
+  int4a) GRID=64,asym eng llama3_8b int4 int4_g64a;;
+  thru4a) t thru int4, asymmetric groups of 64; python3 benchmarks/gpu_bench.py --out $OUT/thru_int4a \
+            --sections env,thru --thru-variants async --shape llama3_8b --quantization int4 --int4-grid 64,asym \
+            > $OUT/thru_int4a.log 2>&1; grep "output tok/s" $OUT/thru_int4a.log >> $OUT/times.txt;;
   qmm8b) t qmm8b; python3 benchmarks/experiments/quant_sweep.py --out $OUT/qmm8b --only qmm --shape llama3_8b \
            --rows ${QMM_ROWS:-256,128} --formats int4 --budget-s ${QMM_BUDGET:-240} \
            --tiling-out $OUT/qmm_tiling.json > $OUT/qmm8b.log 2>&1
