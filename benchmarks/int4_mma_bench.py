@@ -3,6 +3,8 @@ weight, then timed a product at a time beside 05b0's layer (its GEMV up to two r
 the bf16 weight, on TinyLlama's and Llama-3-8B's four products, 1-16 tokens, warps per strip 4, 8, 16 and
 `mma_warps`' choice. `--depths 8,16`: the kernel also built with its weights streamed that many chunks ahead
 (the package's streams 4), checked equal to the package's and timed at each warps as `int4_mma_d{depth}_w{warps}`.
+`--int4-grid 64,asym`: the int4 layers in that grid (groups of 64 with zeros, the grid `LLM(quantization="int4")`
+calibrates in) instead of symmetric groups of 128.
 
 Each timing is a CUDA graph of 20 calls, each on its own copy of the layer (copies enough to pass the L2 cache),
 timed by gpu_bench's `graph_us` (the median of 10 replays); microseconds a call. The figures in
@@ -12,6 +14,7 @@ rounds of 10 replays. Writes --out (JSON) and prints each row.
     python3 benchmarks/int4_mma_bench.py --out $OUT/int4_mma_bench.json
     python3 benchmarks/int4_mma_bench.py --bits 8 --out $OUT/int8_mma_bench.json
     python3 benchmarks/int4_mma_bench.py --shapes llama3_8b --ms 1,2 --depths 8,16 --out $OUT/int4_depth.json
+    python3 benchmarks/int4_mma_bench.py --shapes llama3_8b --ms 1,2,16 --int4-grid 64,asym --out $OUT/g64a.json
 """
 import argparse, json, os, subprocess, sys, time
 from pathlib import Path
@@ -57,18 +60,20 @@ def checks8():
 def checks():
     "Largest error of int4_mma against x @ the dequantized weight (fp32), per case, 1-16 tokens."
     out = []
-    cases = [((256, 512), True, torch.bfloat16), ((256, 512), False, torch.bfloat16),
-             ((512, 1024), True, torch.float16), ((6144, 4096), True, torch.bfloat16),
-             ((4096, 14336), False, torch.bfloat16)]
-    for (N, K), symmetric, dtype in cases:
+    cases = [((256, 512), True, torch.bfloat16, 128), ((256, 512), False, torch.bfloat16, 128),
+             ((512, 1024), True, torch.float16, 128), ((6144, 4096), True, torch.bfloat16, 128),
+             ((4096, 14336), False, torch.bfloat16, 128), ((4096, 14336), False, torch.bfloat16, 64),
+             ((512, 1024), False, torch.float16, 64)]
+    for (N, K), symmetric, dtype, group in cases:
         w = torch.randn(N, K, device="cuda", dtype=dtype) * 0.02
-        packed, s, z = quantize_int4(w, 128, symmetric)
-        words, ref_w = shuffle_int4(unpack_int4(packed, 128)), dequantize_int4(packed, s, z, 128)
+        packed, s, z = quantize_int4(w, group, symmetric)
+        words, ref_w = shuffle_int4(unpack_int4(packed, group)), dequantize_int4(packed, s, z, group)
         for M in (1, 2, 3, 8, 9, 16):
             x = torch.randn(M, K, device="cuda", dtype=dtype)
             ref = x.float() @ ref_w.T
-            err = ((int4_mma(x, words, s, z).float() - ref).abs().max() / ref.abs().max()).item()
-            out.append(dict(N=N, K=K, symmetric=symmetric, dtype=str(dtype), M=M, rel_err=err))
+            err = ((int4_mma(x, words, s, z, group_size=group).float() - ref).abs().max()
+                   / ref.abs().max()).item()
+            out.append(dict(N=N, K=K, symmetric=symmetric, group=group, dtype=str(dtype), M=M, rel_err=err))
             assert err < 1e-2, out[-1]
     return out
 
@@ -88,17 +93,22 @@ def main():
     ap.add_argument("--shapes", default="llama3_8b,tinyllama")
     ap.add_argument("--bits", type=int, default=4, choices=(4, 8))
     ap.add_argument("--depths", default="", help="the kernel also built streaming this many chunks ahead")
+    ap.add_argument("--int4-grid", default="128,sym", help="GROUP,sym|asym: the int4 layers' groups and grid")
     a = ap.parse_args()
+    group4, grid = a.int4_grid.split(",")
+    group4, symmetric = int(group4), grid == "sym"
+    assert grid in ("sym", "asym"), "--int4-grid: GROUP,sym or GROUP,asym"
+
     t0 = time.time()
     assert (extension() if a.bits == 4 else extension8()) is not None
     depths = {d: depth_variant(a.bits, d) for d in map(int, filter(None, a.depths.split(",")))}
     assert all(depths.values())
-    kernel, group = (int4_mma, 128) if a.bits == 4 else (int8_mma, 64)
+    kernel, group = (int4_mma, group4) if a.bits == 4 else (int8_mma, 64)
     name = f"int{a.bits}_mma"
     commit = os.environ.get("MINI_VLLM_COMMIT") or subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     res = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit,
-               bits=a.bits,
+               bits=a.bits, int4_grid=a.int4_grid if a.bits == 4 else None,
                build_s=round(time.time() - t0, 1), checks=checks() if a.bits == 4 else checks8(), rows=[])
     print(f"built in {res['build_s']} s; checks: largest error {max(c['rel_err'] for c in res['checks']):.1e}",
           flush=True)
@@ -107,7 +117,7 @@ def main():
         for layer, (N, K) in SHAPES[shape].items():
             copies = max(1, int(256e6 // (N * K * 2)))                  # bf16 copies past the L2 cache
             lins = [torch.nn.Linear(K, N, bias=False, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
-            new = [TensorCoreLinear(lin, a.bits, 128) for lin in lins]   # 05b0's path: TritonQuantLinear's
+            new = [TensorCoreLinear(lin, a.bits, group4, symmetric) for lin in lins]   # 05b0's: TritonQuantLinear's
             assert all(m.prepare() for m in new)
             for M in [int(m) for m in a.ms.split(",")]:
                 x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
@@ -116,20 +126,22 @@ def main():
                 row["triton_05b0"] = chain_us(lambda i: TritonQuantLinear.forward(new[i % copies], x))
                 row[name] = chain_us(lambda i: new[i % copies](x))
                 for w in (4, 8, 16) if M <= 8 else (4, 8):       # two tiles: at most 8 warps
-                    row[f"{name}_w{w}"] = chain_us(lambda i: kernel(x, new[i % copies].words,
-                                                                   new[i % copies].scales, warps=w))
+                    mma = ((lambda m: int4_mma(x, m.words, m.scales, m.zeros, None, group, w)) if a.bits == 4
+                           else (lambda m: int8_mma(x, m.words, m.scales, warps=w)))
+                    row[f"{name}_w{w}"] = chain_us(lambda i: mma(new[i % copies]))
                     for d, ext in depths.items():                # the same sums in the same order
                         run = getattr(ext, name)
-                        call = ((lambda m: run(x, m.words, m.scales, None, None, 128, w)) if a.bits == 4
+                        call = ((lambda m: run(x, m.words, m.scales, m.zeros, None, group, w)) if a.bits == 4
                                 else (lambda m: run(x, m.words, m.scales, None, w)))
                         try: got = call(new[0])
                         except RuntimeError as e:                # more registers than a block of w warps has
                             if "too many resources" not in str(e): raise
                             row[f"{name}_d{d}_w{w}"] = None
                             continue
-                        assert torch.equal(got, kernel(x, new[0].words, new[0].scales, warps=w)), (d, w)
+                        assert torch.equal(got, mma(new[0])), (d, w)
                         row[f"{name}_d{d}_w{w}"] = chain_us(lambda i: call(new[i % copies]))
-                weight_bytes = N * K / 2 + N * K / 128 * 2 if a.bits == 4 else N * K + N * 2
+                weight_bytes = (N * K / 2 + N * K / group * 2 * (1 + (not symmetric)) if a.bits == 4
+                                else N * K + N * 2)
                 row[f"int{a.bits}_TBps"] = weight_bytes / row[name] / 1e6
                 res["rows"].append(row)
                 print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in row.items()}),

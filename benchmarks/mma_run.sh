@@ -19,6 +19,9 @@
 # asymmetric groups of 64 (gpu_bench's --int4-grid 64,asym; its dummy weights are rounded to nearest).
 # qmm8b: qmm's int4 tilings swept on Llama-3-8B's four products at $QMM_ROWS rows (256,128 by default), the one
 # tiling per row count that is fastest over the four written to $OUT/qmm_tiling.json; thru4q: thru4k with those.
+# bench4a, bench4: 05b2's int4 products of Llama-3-8B's shape at 1, 2 and 16 tokens (int4_mma_bench.py) in the
+# default grid (asymmetric groups of 64) and in symmetric groups of 128. A step written STEP:before runs with the
+# package in $BEFORE (a folder holding another commit's mini_vllm/) first on the path, its files named _before.
 #
 #     MINI_VLLM_COMMIT=$(git rev-parse --short HEAD) [STEPS="cells3 bench8 int8 int8off none cells2"] \
 #         bash benchmarks/mma_run.sh
@@ -32,20 +35,29 @@ nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader > $OUT/gpu.txt
 t() { echo "== $(date +%T) $*" >> $OUT/times.txt; }
 eng() {  # shape, quantization (or ""), tag, environment; requests together: $B (1 by default); tiles: $QT;
          # the LM head quantized too: $HEAD; int4's groups and grid: $GRID (e.g. 64,asym)
-  t "$1 $2 $3 requests ${B:-1}"
-  env $4 python3 benchmarks/gpu_bench.py --out $OUT/g_$3_b${B:-1} --sections env,batch1 --batch1-size ${B:-1} \
+  t "$1 $2 $3$SUF requests ${B:-1}"
+  env $4 python3 benchmarks/gpu_bench.py --out $OUT/g_$3${SUF}_b${B:-1} --sections env,batch1 --batch1-size ${B:-1} \
     --batch1-variants small_batch --shape $1 ${2:+--quantization $2} ${QT:+--quant-tiling "$(cat $QT)"} \
     ${HEAD:+--quant-lm-head} ${MW:+--mma-warps "$MW"} ${GRID:+--int4-grid $GRID} \
-    > $OUT/$1_$3_b${B:-1}.log 2>&1
-  grep "^\[batch1\]" $OUT/$1_$3_b${B:-1}.log | cut -c1-400 >> $OUT/times.txt
+    > $OUT/$1_$3${SUF}_b${B:-1}.log 2>&1
+  grep "^\[batch1\]" $OUT/$1_$3${SUF}_b${B:-1}.log | cut -c1-400 >> $OUT/times.txt
+}
+bench4() {  # grid, name
+  t "bench $2$SUF"; python3 benchmarks/int4_mma_bench.py --shapes llama3_8b --ms 1,2,16 --int4-grid $1 \
+    --out $OUT/$2$SUF.json > $OUT/$2$SUF.log 2>&1; grep "built in\|Error" $OUT/$2$SUF.log >> $OUT/times.txt
 }
 cells() {  # notebook, log name
   t "$2"; PYTHONFAULTHANDLER=1 python3 tools/run_cells.py --flags gpu --save-outputs $OUT/executed $1 > $OUT/$2.log 2>&1
   tail -3 $OUT/$2.log >> $OUT/times.txt
 }
+PATH0=$PYTHONPATH
 for each in ${STEPS:-cells3 bench8 int8 int8off none cells2}; do  # a step, or step@B: B requests together
   step=${each%@*}; B=1; [ "$step" != "$each" ] && B=${each#*@}
+  SUF=; export PYTHONPATH=$PATH0
+  if [ "${step%:before}" != "$step" ]; then step=${step%:before}; SUF=_before; export PYTHONPATH=$BEFORE:$PATH0; fi
   case $step in
+  bench4a) bench4 64,asym bench_g64a;;
+  bench4) bench4 128,sym bench_g128;;
   cells3) cells nbs/05b3_int8_mma.ipynb cells_05b3;;
   cells2) cells nbs/05b2_int4_mma.ipynb cells_05b2;;
   bench8) t bench8; python3 benchmarks/int4_mma_bench.py --bits 8 --out $OUT/int8_mma_bench.json > $OUT/bench8.log 2>&1

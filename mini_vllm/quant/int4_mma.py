@@ -64,13 +64,21 @@ __device__ __forceinline__ uint4 load_once(const uint4* p) {
   return v;
 }
 
-// What differs between bf16 and fp16: the magic numbers, the pair subtraction, the mma
+// What differs between bf16 and fp16: the magic numbers, the pair arithmetic, the mma
 template <typename T> struct Half;
 template <> struct Half<__nv_bfloat16> {
   static constexpr uint32_t MAGIC = 0x43004300u, BIAS = 0x43084308u;   // 128, 136 in each half
-  static constexpr uint32_t ONES = 0x3F803F80u;                       // 1.0, 1.0
   static __device__ uint32_t sub(uint32_t a, uint32_t b) {
     __nv_bfloat162 r = __hsub2(*(__nv_bfloat162*)&a, *(__nv_bfloat162*)&b);
+    return *(uint32_t*)&r;
+  }
+  static __device__ uint32_t fma(uint32_t a, uint32_t b, uint32_t c) {   // a b + c, rounded once
+    __nv_bfloat162 r = __hfma2(*(__nv_bfloat162*)&a, *(__nv_bfloat162*)&b,
+                               *(__nv_bfloat162*)&c);
+    return *(uint32_t*)&r;
+  }
+  static __device__ uint32_t pair(__nv_bfloat16 v) {                     // (v, v)
+    __nv_bfloat162 r = __bfloat162bfloat162(v);
     return *(uint32_t*)&r;
   }
   static __device__ void mma(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
@@ -84,9 +92,16 @@ template <> struct Half<__nv_bfloat16> {
 };
 template <> struct Half<__half> {
   static constexpr uint32_t MAGIC = 0x64006400u, BIAS = 0x64086408u;   // 1024, 1032
-  static constexpr uint32_t ONES = 0x3C003C00u;
   static __device__ uint32_t sub(uint32_t a, uint32_t b) {
     __half2 r = __hsub2(*(__half2*)&a, *(__half2*)&b);
+    return *(uint32_t*)&r;
+  }
+  static __device__ uint32_t fma(uint32_t a, uint32_t b, uint32_t c) {
+    __half2 r = __hfma2(*(__half2*)&a, *(__half2*)&b, *(__half2*)&c);
+    return *(uint32_t*)&r;
+  }
+  static __device__ uint32_t pair(__half v) {
+    __half2 r = __half2half2(v);
     return *(uint32_t*)&r;
   }
   static __device__ void mma(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
@@ -119,23 +134,25 @@ __device__ __forceinline__ void load_inputs(uint4 (*xs)[2], const T* __restrict_
 _CHUNK_MMA = r"""
 // One 64-column chunk of a lane's strip: four mma steps, each on one word of the chunk's 16 bytes.
 // x: the lane's inputs (token r of each tile, columns 16 j .. 16 j + 15 of the chunk) as 8 pairs.
+// ZERO: sz is the chunk's group's scale and zero of rows r and r + 8 as pairs (s, s8, z, z8), and
+// each pair of weights is made whole, (q - 8) s + z, before its mma; else the sums are of q - 8.
 template <typename T, int NT, bool ZERO>
-__device__ __forceinline__ void chunk_mma(uint4 wv, const uint4 (*x)[2], float (*cg)[4],
-                                          float (*cz)[4]) {
+__device__ __forceinline__ void chunk_mma(uint4 wv, const uint32_t* sz, const uint4 (*x)[2],
+                                          float (*c)[4]) {
   const uint32_t ws[4] = {wv.x, wv.y, wv.z, wv.w};
-  const uint32_t ones[4] = {Half<T>::ONES, Half<T>::ONES, Half<T>::ONES, Half<T>::ONES};
   #pragma unroll
   for (int s = 0; s < 4; ++s) {
     uint32_t a[4];                         // nibbles p and p + 4 -> the pair (q - 8) of a[p]
     #pragma unroll
-    for (int p = 0; p < 4; ++p)
+    for (int p = 0; p < 4; ++p) {
       a[p] = Half<T>::sub(lop3_and_or(ws[s] >> (4 * p), 0x000F000Fu, Half<T>::MAGIC),
                           Half<T>::BIAS);
+      if (ZERO) a[p] = Half<T>::fma(a[p], sz[p % 2], sz[2 + p % 2]);   // a[1], a[3]: row r + 8
+    }
     #pragma unroll
     for (int t = 0; t < NT; ++t) {         // step s: columns 16 j + 4 s .. + 3, pairs 2 s, 2 s + 1
       const uint32_t* xr = (const uint32_t*)&x[t][s / 2];
-      Half<T>::mma(cg[t], a, xr[(2 * s) % 4], xr[(2 * s) % 4 + 1]);
-      if (ZERO) Half<T>::mma(cz[t], ones, xr[(2 * s) % 4], xr[(2 * s) % 4 + 1]);
+      Half<T>::mma(c[t], a, xr[(2 * s) % 4], xr[(2 * s) % 4 + 1]);
     }
   }
 }
@@ -144,8 +161,10 @@ __device__ __forceinline__ void chunk_mma(uint4 wv, const uint4 (*x)[2], float (
 # %% ../../nbs/05b2_int4_mma.ipynb #95da61b8
 _KERNEL = r"""
 // A block: 16 weight rows (a strip); its warps share K by whole groups. Lane (r, j) holds rows r
-// and r + 8, streams its 16-byte words DEPTH chunks ahead, and adds each group's sums, scaled, to
-// acc. Then the warps' sums meet in shared memory and one thread a result rounds and stores it.
+// and r + 8 and streams its 16-byte words DEPTH chunks ahead (with zeros, each chunk's scales and
+// zeros beside them). Without zeros, each group's sums of q - 8 are scaled into acc as the group
+// ends; with them, the weights were made whole and their sums go to acc directly. Then the warps'
+// sums meet in shared memory and one thread a result rounds and stores it.
 template <typename T, int NT, bool ZERO>
 __global__ void int4_mma_kernel(const T* __restrict__ x, const uint4* __restrict__ w,
                                 const T* __restrict__ scales, const T* __restrict__ zeros,
@@ -158,32 +177,44 @@ __global__ void int4_mma_kernel(const T* __restrict__ x, const uint4* __restrict
   const int c0 = groups * warp / warps * gc, c1 = groups * (warp + 1) / warps * gc;
   const size_t row0 = blockIdx.x * 16 + r, row1 = row0 + 8;
   const uint4* wp = w + (size_t)blockIdx.x * (K / 64) * 32 + lane;
-  float acc[NT][4] = {}, cg[NT][4] = {}, cz[NT][4] = {};
+  float acc[NT][4] = {}, cg[NT][4] = {};
   uint4 buf[DEPTH];
+  uint32_t sz[DEPTH][4] = {};              // with zeros: (s, s8, z, z8) of each buffered chunk
+  int g = c0 / gc, k = 0;                  // the group of the chunk in hand, its chunks done
+  int gl = g, kl = 0;                      // the same for the next chunk to load
+  auto load = [&](int d, int cc) {
+    buf[d] = load_once(wp + (size_t)cc * 32);
+    if (ZERO) {
+      sz[d][0] = Half<T>::pair(scales[row0 * groups + gl]);
+      sz[d][1] = Half<T>::pair(scales[row1 * groups + gl]);
+      sz[d][2] = Half<T>::pair(zeros[row0 * groups + gl]);
+      sz[d][3] = Half<T>::pair(zeros[row1 * groups + gl]);
+    }
+    if (++kl == gc) kl = 0, ++gl;
+  };
   #pragma unroll
-  for (int d = 0; d < DEPTH; ++d) if (c0 + d < c1) buf[d] = load_once(wp + (size_t)(c0 + d) * 32);
+  for (int d = 0; d < DEPTH; ++d) if (c0 + d < c1) load(d, c0 + d);
   for (int c = c0; c < c1; c += DEPTH) {
     #pragma unroll
     for (int d = 0; d < DEPTH; ++d) {
       const int cc = c + d;
       if (cc >= c1) break;
       const uint4 wv = buf[d];
-      if (cc + DEPTH < c1) buf[d] = load_once(wp + (size_t)(cc + DEPTH) * 32);
+      const uint32_t szd[4] = {sz[d][0], sz[d][1], sz[d][2], sz[d][3]};
+      if (cc + DEPTH < c1) load(d, cc + DEPTH);
       uint4 xs[NT][2];
       load_inputs<T, NT>(xs, x, cc, r, j, M, stride_x);
-      chunk_mma<T, NT, ZERO>(wv, xs, cg, cz);
-      if ((cc + 1) % gc) continue;
-      const int g = cc / gc;                             // a group ends: its scale (and zero)
-      const float s0 = Half<T>::f(scales[row0 * groups + g]);
+      chunk_mma<T, NT, ZERO>(wv, szd, xs, ZERO ? acc : cg);
+      if (ZERO || ++k < gc) continue;
+      const float s0 = Half<T>::f(scales[row0 * groups + g]);   // a group ends: its scale
       const float s1 = Half<T>::f(scales[row1 * groups + g]);
-      const float z0 = ZERO ? Half<T>::f(zeros[row0 * groups + g]) : 0.f;
-      const float z1 = ZERO ? Half<T>::f(zeros[row1 * groups + g]) : 0.f;
+      k = 0, ++g;
       #pragma unroll
       for (int t = 0; t < NT; ++t) {
         #pragma unroll
         for (int i = 0; i < 4; ++i) {                    // C values 0, 1: row r; 2, 3: row r + 8
-          acc[t][i] += (i < 2 ? s0 : s1) * cg[t][i] + (ZERO ? (i < 2 ? z0 : z1) * cz[t][i] : 0.f);
-          cg[t][i] = cz[t][i] = 0.f;
+          acc[t][i] += (i < 2 ? s0 : s1) * cg[t][i];
+          cg[t][i] = 0.f;
         }
       }
     }
