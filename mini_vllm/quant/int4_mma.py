@@ -43,7 +43,7 @@ def shuffle_int4(q: torch.Tensor) -> torch.Tensor:
     return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32).contiguous()
 
 # %% ../../nbs/05b2_int4_mma.ipynb #106af8e5
-_HELPERS = r"""
+_PTX = r"""
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -63,7 +63,11 @@ __device__ __forceinline__ uint4 load_once(const uint4* p) {
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
   return v;
 }
+"""
 
+
+# %% ../../nbs/05b2_int4_mma.ipynb #106af8e6
+_HELPERS = _PTX + r"""
 // What differs between bf16 and fp16: the magic numbers, the pair arithmetic, the mma
 template <typename T> struct Half;
 template <> struct Half<__nv_bfloat16> {
@@ -161,10 +165,8 @@ __device__ __forceinline__ void chunk_mma(uint4 wv, const uint32_t* sz, const ui
 # %% ../../nbs/05b2_int4_mma.ipynb #95da61b8
 _KERNEL = r"""
 // A block: 16 weight rows (a strip); its warps share K by whole groups. Lane (r, j) holds rows r
-// and r + 8 and streams its 16-byte words DEPTH chunks ahead (with zeros, each chunk's scales and
-// zeros beside them). Without zeros, each group's sums of q - 8 are scaled into acc as the group
-// ends; with them, the weights were made whole and their sums go to acc directly. Then the warps'
-// sums meet in shared memory and one thread a result rounds and stores it.
+// and r + 8 and streams its words DEPTH chunks ahead (with zeros, their scales and zeros beside).
+// Then the warps' sums meet in shared memory and one thread a result rounds and stores it.
 template <typename T, int NT, bool ZERO>
 __global__ void int4_mma_kernel(const T* __restrict__ x, const uint4* __restrict__ w,
                                 const T* __restrict__ scales, const T* __restrict__ zeros,
