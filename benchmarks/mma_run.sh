@@ -21,7 +21,8 @@
 # tiling per row count that is fastest over the four written to $OUT/qmm_tiling.json; thru4q: thru4k with those.
 # bench4a, bench4: 05b2's int4 products of Llama-3-8B's shape at 1, 2 and 16 tokens (int4_mma_bench.py) in the
 # default grid (asymmetric groups of 64) and in symmetric groups of 128. A step written STEP:before runs with the
-# package in $BEFORE (a folder holding another commit's mini_vllm/) first on the path, its files named _before.
+# package of $BEFORE (a folder holding another commit's mini_vllm/) in place of this checkout's, its files named
+# _before (the folder is swapped, not the path: gpu_bench.py puts the checkout first on its own path).
 #
 #     MINI_VLLM_COMMIT=$(git rev-parse --short HEAD) [STEPS="cells3 bench8 int8 int8off none cells2"] \
 #         bash benchmarks/mma_run.sh
@@ -50,11 +51,12 @@ cells() {  # notebook, log name
   t "$2"; PYTHONFAULTHANDLER=1 python3 tools/run_cells.py --flags gpu --save-outputs $OUT/executed $1 > $OUT/$2.log 2>&1
   tail -3 $OUT/$2.log >> $OUT/times.txt
 }
-PATH0=$PYTHONPATH
 for each in ${STEPS:-cells3 bench8 int8 int8off none cells2}; do  # a step, or step@B: B requests together
   step=${each%@*}; B=1; [ "$step" != "$each" ] && B=${each#*@}
-  SUF=; export PYTHONPATH=$PATH0
-  if [ "${step%:before}" != "$step" ]; then step=${step%:before}; SUF=_before; export PYTHONPATH=$BEFORE:$PATH0; fi
+  SUF=
+  if [ "${step%:before}" != "$step" ]; then
+    step=${step%:before}; SUF=_before; mv mini_vllm /tmp/mini_vllm.now && cp -r $BEFORE/mini_vllm mini_vllm || exit
+  fi
   case $step in
   bench4a) bench4 64,asym bench_g64a;;
   bench4) bench4 128,sym bench_g128;;
@@ -99,7 +101,9 @@ for each in ${STEPS:-cells3 bench8 int8 int8off none cells2}; do  # a step, or s
           if grep -q "DEPTH = $d;" $f; then eng llama3_8b int4 int4_d$d; else t "$step: no DEPTH = 4 to edit"; fi
           cp /tmp/int4_mma.py.orig $f;;
   int8h) HEAD=1 QT=${QT8:-} eng llama3_8b int8 int8_head${QT8:+_tiled} MINI_VLLM_INT8_MMA=0;;
-esac; done
+esac
+if [ -n "$SUF" ]; then rm -rf mini_vllm && mv /tmp/mini_vllm.now mini_vllm; fi
+done
 t end
 if [ -n "${PACK:-}" ]; then  # everything but times.txt in one archive: a device may return only a few files
   (cd $OUT && tar czf /tmp/mma_all.tgz --exclude=./times.txt . && find . -mindepth 1 ! -name times.txt -delete \
