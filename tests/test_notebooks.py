@@ -5,8 +5,14 @@ one chapter's engines hold goes back to the system before the next chapter start
 `tst_flags` in pyproject.toml (`gpu`, `slow`) are skipped unless named in MINI_VLLM_TEST_FLAGS, e.g.
 MINI_VLLM_TEST_FLAGS="gpu slow" on a GPU machine. The run ends with each notebook's time and peak memory
 (conftest.py prints them).
+
+The selected notebooks run MINI_VLLM_TEST_WORKERS at a time (by default as many as the machine has cores, at
+most 2), each then with one torch thread (OMP_NUM_THREADS=1): two processes of two threads each on two cores
+slow each other down many times over, and Triton's CPU interpreter, much of the suite's time, runs on one thread.
+A notebook's output is printed by its test, after it ends. MINI_VLLM_TEST_WORKERS=1: one at a time, as before.
 """
 import os, subprocess, sys, threading, time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -63,11 +69,30 @@ def test_the_book_has_notebooks():
     assert len(NOTEBOOKS) >= 8, NOTEBOOKS
 
 
-@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook(nb):
+WORKERS = int(os.environ.get("MINI_VLLM_TEST_WORKERS", min(2, os.cpu_count() or 1)))
+RUNS = {}      # notebook -> the future of run_notebook(notebook), once the first notebook test starts
+
+
+def run_notebook(nb: Path):
+    "Run one notebook in a process of its own: (seconds, peak bytes, return code, its output or None)."
     t0 = time.monotonic()
-    p = subprocess.Popen([sys.executable, "-c", RUN_ONE, str(nb)], cwd=ROOT)
+    alone = WORKERS == 1                              # else one thread each, output kept for the test to print
+    p = subprocess.Popen([sys.executable, "-c", RUN_ONE, str(nb)], cwd=ROOT,
+                         env=None if alone else dict(os.environ, OMP_NUM_THREADS="1"),
+                         stdout=None if alone else subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak = watch_peak(p)
-    p.wait()
-    RESULTS.append((nb.stem, time.monotonic() - t0, peak[0]))
-    assert p.returncode == 0, f"{nb.name} failed (its traceback is printed above)"
+    out = p.communicate()[0]
+    return time.monotonic() - t0, peak[0], p.returncode, out
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook(nb, request):
+    if not RUNS:                                      # the first: start every selected notebook, WORKERS at once
+        pool = ThreadPoolExecutor(WORKERS)
+        for item in request.session.items:
+            n = getattr(item, "callspec", None) and item.callspec.params.get("nb")
+            if n is not None: RUNS[n] = pool.submit(run_notebook, n)
+    secs, peak, rc, out = RUNS[nb].result()
+    if out: print(out)
+    RESULTS.append((nb.stem, secs, peak))
+    assert rc == 0, f"{nb.name} failed (its traceback is printed above)"
