@@ -7,9 +7,10 @@ MINI_VLLM_TEST_FLAGS="gpu slow" on a GPU machine. The run ends with each noteboo
 (conftest.py prints them).
 
 The selected notebooks run MINI_VLLM_TEST_WORKERS at a time (by default as many as the machine has cores, at
-most 2), each then with one torch thread (OMP_NUM_THREADS=1): two processes of two threads each on two cores
-slow each other down many times over, and Triton's CPU interpreter, much of the suite's time, runs on one thread.
-A notebook's output is printed by its test, after it ends. MINI_VLLM_TEST_WORKERS=1: one at a time, as before.
+most 2; one where the flags name `gpu`, so that two notebooks never share a GPU), each then with one torch thread
+(OMP_NUM_THREADS=1): two processes of two threads each on two cores slow each other down many times over, and
+Triton's CPU interpreter, much of the suite's time, runs on one thread. A notebook's output is printed by its
+test, after it ends. MINI_VLLM_TEST_WORKERS=1: one at a time, the output as it comes.
 """
 import os, subprocess, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
@@ -69,7 +70,8 @@ def test_the_book_has_notebooks():
     assert len(NOTEBOOKS) >= 8, NOTEBOOKS
 
 
-WORKERS = int(os.environ.get("MINI_VLLM_TEST_WORKERS", min(2, os.cpu_count() or 1)))
+WORKERS = int(os.environ.get("MINI_VLLM_TEST_WORKERS", 1 if "gpu" in os.environ.get("MINI_VLLM_TEST_FLAGS", "")
+                             else min(2, os.cpu_count() or 1)))
 RUNS = {}      # notebook -> the future of run_notebook(notebook), once the first notebook test starts
 
 
