@@ -72,7 +72,6 @@ def test_the_book_has_notebooks():
 
 WORKERS = int(os.environ.get("MINI_VLLM_TEST_WORKERS", 1 if "gpu" in os.environ.get("MINI_VLLM_TEST_FLAGS", "")
                              else min(2, os.cpu_count() or 1)))
-RUNS = {}      # notebook -> the future of run_notebook(notebook), once the first notebook test starts
 
 
 def run_notebook(nb: Path):
@@ -81,20 +80,27 @@ def run_notebook(nb: Path):
     alone = WORKERS == 1                              # else one thread each, output kept for the test to print
     p = subprocess.Popen([sys.executable, "-c", RUN_ONE, str(nb)], cwd=ROOT,
                          env=None if alone else dict(os.environ, OMP_NUM_THREADS="1"),
-                         stdout=None if alone else subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                         stdout=None if alone else subprocess.PIPE,
+                         stderr=None if alone else subprocess.STDOUT, text=True)
     peak = watch_peak(p)
     out = p.communicate()[0]
     return time.monotonic() - t0, peak[0], p.returncode, out
 
 
+@pytest.fixture(scope="session")
+def runs(request):
+    """Every selected notebook started, WORKERS at once: notebook -> its future. Those not begun when the
+    session ends (pytest -x, an interrupt) are cancelled."""
+    pool = ThreadPoolExecutor(WORKERS)
+    selected = [i.callspec.params["nb"] for i in request.session.items
+                if "nb" in getattr(getattr(i, "callspec", None), "params", {})]
+    yield {nb: pool.submit(run_notebook, nb) for nb in selected}
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook(nb, request):
-    if not RUNS:                                      # the first: start every selected notebook, WORKERS at once
-        pool = ThreadPoolExecutor(WORKERS)
-        for item in request.session.items:
-            n = getattr(item, "callspec", None) and item.callspec.params.get("nb")
-            if n is not None: RUNS[n] = pool.submit(run_notebook, n)
-    secs, peak, rc, out = RUNS[nb].result()
+def test_notebook(nb, runs):
+    secs, peak, rc, out = runs[nb].result()
     if out: print(out)
     RESULTS.append((nb.stem, secs, peak))
     assert rc == 0, f"{nb.name} failed (its traceback is printed above)"
