@@ -14,7 +14,8 @@
 #
 # Carry .whlf (fastcore, pydantic, fastapi, uvicorn, gguf: wheels the image lacks), .commit, and in calls 1 to 6
 # .vllm-parts/partNN (NN = N - 1) with .vllm-parts/SHA256SUMS; in call 8 .nano (nano-vllm's source and xxhash).
-# What each call prints is in $OUT/times.txt; everything else is packed into $OUT/all.tgz (a call returns few files).
+# What each call prints is in $OUT/times.txt; everything else is packed into $OUT/all_N.tgz (a call returns few
+# files; two calls in one command keep both archives).
 set -u
 export OUT=${OUT:-/tmp/h200_table} MINI_VLLM_COMMIT=${MINI_VLLM_COMMIT:-$(cat .commit 2>/dev/null)}
 QT8=benchmarks/results/int8_head_h100_06784e0/tiling8_qkv_o_down.json      # the int8 tiles swept on an H100
@@ -47,6 +48,6 @@ case ${1:?call number} in
 10) SHAPE=llama3_8b PROFILE_ENGINES="mini-int4" bash benchmarks/vllm_h200.sh profile >> $OUT/times.txt 2>&1;;
 esac
 log end of call $1
-(cd $OUT && tar czf /tmp/h200_all.tgz --exclude=./times.txt --exclude=./all.tgz . \
-   && find . -mindepth 1 ! -name times.txt -delete && mv /tmp/h200_all.tgz all.tgz)
+(cd $OUT && tar czf /tmp/h200_all.tgz --exclude=./times.txt --exclude='./all_*.tgz' . \
+   && find . -mindepth 1 ! -name times.txt ! -name 'all_*.tgz' -delete && mv /tmp/h200_all.tgz all_$1.tgz)
 cat $OUT/times.txt
